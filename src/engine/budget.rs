@@ -1,0 +1,175 @@
+//! The memory budget: every in-flight partition and every resident parameter set reserves its
+//! bytes before the memory is touched, and the sum never exceeds the budget.
+
+use std::{
+    sync::Arc,
+    time::Duration,
+};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, Result, Status};
+
+#[derive(Debug)]
+struct State {
+    used: u64,
+    peak: u64,
+}
+
+/// A byte budget shared by the engine's workers.
+#[derive(Debug)]
+pub struct Budget {
+    total: u64,
+    state: Mutex<State>,
+    freed: Condvar,
+}
+
+/// Bytes held from a [`Budget`]; given back on drop.
+#[derive(Debug)]
+pub struct Reservation {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
+impl Reservation {
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            let mut st = self.budget.state.lock();
+            st.used -= self.bytes;
+            drop(st);
+            self.budget.freed.notify_all();
+        }
+    }
+}
+
+impl Budget {
+    pub fn new(total: u64) -> Arc<Self> {
+        Arc::new(Budget {
+            total,
+            state: Mutex::new(State { used: 0, peak: 0 }),
+            freed: Condvar::new(),
+        })
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    pub fn used(&self) -> u64 {
+        self.state.lock().used
+    }
+
+    /// Highest reservation total seen.
+    pub fn peak(&self) -> u64 {
+        self.state.lock().peak
+    }
+
+    /// Reserves `bytes` now if they fit.
+    pub fn try_acquire(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
+        let mut st = self.state.lock();
+        if st.used + bytes <= self.total {
+            st.used += bytes;
+            st.peak = st.peak.max(st.used);
+            Some(Reservation { budget: self.clone(), bytes })
+        } else {
+            None
+        }
+    }
+
+    /// Reserves `bytes`, waiting while other reservations are held. `give_up` is polled while
+    /// waiting (cancellation, shutdown); when it returns an error the wait ends with it.
+    pub fn acquire(
+        self: &Arc<Self>,
+        bytes: u64,
+        what: &str,
+        mut give_up: impl FnMut() -> Option<Error>,
+    ) -> Result<Reservation> {
+        if bytes > self.total {
+            return Err(Error::new(
+                Status::ResourceExhausted,
+                format!(
+                    "{what} needs {} MiB but the whole memory budget is {} MiB",
+                    bytes >> 20,
+                    self.total >> 20
+                ),
+            ));
+        }
+        let mut st = self.state.lock();
+        loop {
+            if st.used + bytes <= self.total {
+                st.used += bytes;
+                st.peak = st.peak.max(st.used);
+                return Ok(Reservation { budget: self.clone(), bytes });
+            }
+            if let Some(e) = give_up() {
+                return Err(e);
+            }
+            self.freed.wait_for(&mut st, Duration::from_millis(50));
+        }
+    }
+}
+
+/// Default budget: 90% of the memory available now (MemAvailable), or 8 GiB if unknown.
+pub fn default_budget() -> u64 {
+    let avail = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("MemAvailable:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    });
+    avail.map(|b| b / 10 * 9).unwrap_or(8 << 30)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_exceeds_and_releases() {
+        let b = Budget::new(100);
+        let r1 = b.try_acquire(60).unwrap();
+        assert!(b.try_acquire(50).is_none());
+        let r2 = b.try_acquire(40).unwrap();
+        assert_eq!(b.used(), 100);
+        drop(r1);
+        assert_eq!(b.used(), 40);
+        drop(r2);
+        assert_eq!(b.used(), 0);
+        assert_eq!(b.peak(), 100);
+    }
+
+    #[test]
+    fn too_big_fails_fast_and_waiters_wake() {
+        let b = Budget::new(100);
+        let e = b.acquire(101, "x", || None).unwrap_err();
+        assert_eq!(e.status, Status::ResourceExhausted);
+        let r = b.try_acquire(80).unwrap();
+        let b2 = b.clone();
+        let t = std::thread::spawn(move || b2.acquire(50, "y", || None).map(|r| r.bytes()));
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(b.used(), 80);
+        drop(r);
+        assert_eq!(t.join().unwrap().unwrap(), 50);
+    }
+
+    #[test]
+    fn give_up_ends_the_wait() {
+        let b = Budget::new(10);
+        let _r = b.try_acquire(10).unwrap();
+        let mut n = 0;
+        let e = b
+            .acquire(5, "z", || {
+                n += 1;
+                (n > 2).then(|| Error::new(Status::Cancelled, "cancelled"))
+            })
+            .unwrap_err();
+        assert_eq!(e.status, Status::Cancelled);
+    }
+}

@@ -1,0 +1,689 @@
+//! The proving engine: a bounded synthesis pool feeding prover (device) workers, one job table,
+//! a memory budget and a parameter cache. One engine per process (see [`global`]).
+//!
+//! ```text
+//! submit ─► validate (parse, shape, replica id, vanilla proofs) ─► N partition items
+//!   synthesis queue (priority, job seq, partition) ─► synthesis workers (reserve bytes first)
+//!   prover queue (same order)                       ─► prover workers (one per device)
+//!   all partitions in ─► self-check (Groth16 batch verify) ─► await returns the bytes
+//! ```
+
+pub mod budget;
+pub mod queue;
+pub mod srs;
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant},
+};
+
+use bellperson::groth16::{verify_proofs_batch, Proof};
+use blstrs::{Bls12, Scalar as Fr};
+use ff::Field;
+use once_cell::sync::Lazy;
+use parking_lot::{Condvar, Mutex};
+use rand::rngs::OsRng;
+
+use self::{
+    budget::{Budget, Reservation},
+    queue::{Key, PriorityQueue},
+    srs::{Srs, SrsCache},
+};
+use crate::{
+    error::{Error, Result, Status},
+    porep::{self, FixtureShape, SealCircuits},
+    prover::{cpu::CpuProver, ProverBackend, ProvingAssignment, StageTimes},
+    timeline::{EventKind, Sink, Timeline, NO_PARTITION},
+};
+
+/// Engine configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Partitions synthesized at once (each on its own thread). 0: automatic.
+    pub synthesis_workers: usize,
+    /// Memory budget in bytes for resident parameters plus in-flight partitions. 0: automatic
+    /// (90% of the memory available at start).
+    pub memory_budget: u64,
+    /// Directory holding the `.params`/`.vk` files. Empty: `FIL_PROOFS_PARAMETER_CACHE`, else
+    /// `/var/tmp/filecoin-proof-parameters`.
+    pub params_dir: PathBuf,
+    /// Verify every job's proofs before returning them.
+    pub self_check: bool,
+    /// Write `TIMELINE,...` log lines to stderr.
+    pub timeline_stderr: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            synthesis_workers: 0,
+            memory_budget: 0,
+            params_dir: PathBuf::new(),
+            self_check: true,
+            timeline_stderr: std::env::var("CUZK_TIMELINE").map(|v| v == "1" || v == "stderr").unwrap_or(false),
+        }
+    }
+}
+
+/// Default parameter directory, as filecoin-proofs resolves it.
+pub fn default_params_dir() -> PathBuf {
+    std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters"))
+}
+
+impl Config {
+    fn resolved(mut self) -> Config {
+        if self.params_dir.as_os_str().is_empty() {
+            self.params_dir = default_params_dir();
+        }
+        if self.memory_budget == 0 {
+            self.memory_budget = budget::default_budget();
+        }
+        if self.synthesis_workers == 0 {
+            let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            self.synthesis_workers = cores.clamp(2, 16);
+        }
+        self
+    }
+}
+
+/// One job's request.
+#[derive(Clone, Debug)]
+pub struct JobRequest {
+    pub c1: Vec<u8>,
+    pub sector_id: u64,
+    pub prover_id: [u8; 32],
+    /// Higher runs first.
+    pub priority: i32,
+    /// Test-only geometry (see [`FixtureShape`]); default: the proof type's own.
+    pub fixture: FixtureShape,
+}
+
+/// Timing of one partition, milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PartitionReport {
+    pub partition: usize,
+    /// From job submission to synthesis start.
+    pub queue_ms: f64,
+    pub synth_ms: f64,
+    /// From synthesis end to prover pickup.
+    pub wait_ms: f64,
+    pub prove_ms: f64,
+    pub stages: StageTimes,
+    pub synth_worker: usize,
+    pub reserved_bytes: u64,
+}
+
+/// A finished job.
+#[derive(Clone, Debug)]
+pub struct JobOutput {
+    /// `partitions × 192` bytes.
+    pub proof: Vec<u8>,
+    pub partitions: Vec<PartitionReport>,
+    pub wall_ms: f64,
+    pub verify_ms: f64,
+    pub verified: bool,
+}
+
+struct JobState {
+    proofs: Vec<Option<Proof<Bls12>>>,
+    reports: Vec<PartitionReport>,
+    remaining: usize,
+    result: Option<Result<JobOutput>>,
+}
+
+struct Job {
+    id: u64,
+    seq: u64,
+    priority: i32,
+    circuits: Arc<dyn SealCircuits>,
+    submitted: Instant,
+    stop: AtomicBool,
+    state: Mutex<JobState>,
+    done: Condvar,
+}
+
+impl Job {
+    fn key(&self, partition: usize) -> Key {
+        Key {
+            priority: self.priority,
+            job_seq: self.seq,
+            partition,
+        }
+    }
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+}
+
+struct SynthItem {
+    job: Arc<Job>,
+    partition: usize,
+}
+
+struct ProveItem {
+    job: Arc<Job>,
+    partition: usize,
+    srs: Arc<Srs>,
+    assignment: ProvingAssignment,
+    _reservation: Reservation,
+    synth_end: Instant,
+}
+
+/// Counters for status reports.
+#[derive(Default)]
+struct Counters {
+    completed: AtomicU64,
+    failed: AtomicU64,
+    cancelled: AtomicU64,
+}
+
+struct Inner {
+    cfg: Config,
+    budget: Arc<Budget>,
+    srs: SrsCache,
+    jobs: Mutex<HashMap<u64, Arc<Job>>>,
+    synth_q: PriorityQueue<SynthItem>,
+    prove_q: PriorityQueue<ProveItem>,
+    next_id: AtomicU64,
+    running: AtomicBool,
+    timeline: Timeline,
+    counters: Counters,
+    backends: Vec<Box<dyn ProverBackend>>,
+}
+
+/// A snapshot of the engine's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineStatus {
+    pub running: bool,
+    pub jobs_in_flight: usize,
+    pub synthesis_queue: usize,
+    pub prover_queue: usize,
+    pub memory_budget: u64,
+    pub memory_reserved: u64,
+    pub memory_peak: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub resident_params: Vec<String>,
+    pub devices: Vec<String>,
+}
+
+/// The engine. Dropping the last handle shuts it down.
+pub struct Engine {
+    inner: Arc<Inner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    timeline_log: Mutex<Option<u64>>,
+}
+
+impl Engine {
+    /// Starts an engine with its worker threads.
+    pub fn start(cfg: Config) -> Result<Engine> {
+        let cfg = cfg.resolved();
+        let inner = Arc::new(Inner {
+            budget: Budget::new(cfg.memory_budget),
+            srs: SrsCache::new(cfg.params_dir.clone()),
+            jobs: Mutex::new(HashMap::new()),
+            synth_q: PriorityQueue::default(),
+            prove_q: PriorityQueue::default(),
+            next_id: AtomicU64::new(1),
+            running: AtomicBool::new(true),
+            timeline: Timeline::new(Instant::now()),
+            counters: Counters::default(),
+            backends: vec![Box::new(CpuProver)],
+            cfg,
+        });
+        let mut threads = Vec::new();
+        for w in 0..inner.cfg.synthesis_workers {
+            let inner = inner.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("cuzk-synth-{w}"))
+                    .spawn(move || synth_worker(&inner, w))
+                    .map_err(|e| Error::internal(format!("cannot start a synthesis thread: {e}")))?,
+            );
+        }
+        for d in 0..inner.backends.len() {
+            let inner = inner.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("cuzk-prove-{d}"))
+                    .spawn(move || prove_worker(&inner, d))
+                    .map_err(|e| Error::internal(format!("cannot start a prover thread: {e}")))?,
+            );
+        }
+        log::info!(
+            "cuzk engine started: {} synthesis workers, devices [{}], budget {} MiB, params {}",
+            inner.cfg.synthesis_workers,
+            inner.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
+            inner.cfg.memory_budget >> 20,
+            inner.cfg.params_dir.display()
+        );
+        let engine = Engine {
+            inner,
+            threads: Mutex::new(threads),
+            timeline_log: Mutex::new(None),
+        };
+        if engine.inner.cfg.timeline_stderr {
+            let id = engine.add_timeline_sink(Arc::new(|ev| eprintln!("{}", crate::timeline::log_line(ev))));
+            *engine.timeline_log.lock() = Some(id);
+        }
+        Ok(engine)
+    }
+
+    /// The configuration in force (automatic values resolved).
+    pub fn config(&self) -> &Config {
+        &self.inner.cfg
+    }
+
+    pub fn add_timeline_sink(&self, sink: Sink) -> u64 {
+        self.inner.timeline.add(sink)
+    }
+
+    pub fn remove_timeline_sink(&self, id: u64) -> bool {
+        self.inner.timeline.remove(id)
+    }
+
+    /// Validates a job and queues its partitions; returns the job id.
+    pub fn submit(&self, req: JobRequest) -> Result<u64> {
+        if !self.inner.running.load(Ordering::Acquire) {
+            return Err(Error::new(Status::NotRunning, "the engine is shut down"));
+        }
+        let parsed = porep::parse_c1(&req.c1)?;
+        if let Some(s) = parsed.envelope_sector {
+            if s != req.sector_id {
+                return Err(Error::invalid_input(format!(
+                    "Commit2In.SectorNum is {s} but sector id {} was given",
+                    req.sector_id
+                )));
+            }
+        }
+        let prepared = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture)?;
+        let circuits = prepared.circuits;
+        let n = circuits.shape().partitions;
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let job = Arc::new(Job {
+            id,
+            seq: id,
+            priority: req.priority,
+            circuits,
+            submitted: Instant::now(),
+            stop: AtomicBool::new(false),
+            state: Mutex::new(JobState {
+                proofs: vec![None; n],
+                reports: vec![PartitionReport::default(); n],
+                remaining: n,
+                result: None,
+            }),
+            done: Condvar::new(),
+        });
+        self.inner.jobs.lock().insert(id, job.clone());
+        self.inner
+            .timeline
+            .emit(EventKind::JobQueued, id, NO_PARTITION, 0, n as u64, &format!("{:?}", prepared.proof_type));
+        for k in 0..n {
+            let item = SynthItem { job: job.clone(), partition: k };
+            if self.inner.synth_q.push(job.key(k), item).is_err() {
+                finish(&self.inner, &job, Err(Error::new(Status::NotRunning, "the engine is shutting down")));
+                break;
+            }
+        }
+        Ok(id)
+    }
+
+    /// Waits for a job. `timeout` None waits forever. On success or failure the job is removed
+    /// from the table (a second await answers NOT_FOUND); on TIMEOUT it stays.
+    pub fn await_job(&self, id: u64, timeout: Option<Duration>) -> Result<JobOutput> {
+        let job = self
+            .inner
+            .jobs
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| Error::new(Status::NotFound, format!("no job {id} (never submitted, or already awaited)")))?;
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut st = job.state.lock();
+        while st.result.is_none() {
+            match deadline {
+                None => job.done.wait(&mut st),
+                Some(d) => {
+                    if job.done.wait_until(&mut st, d).timed_out() && st.result.is_none() {
+                        return Err(Error::new(Status::Timeout, format!("job {id} is still running")));
+                    }
+                }
+            }
+        }
+        let res = st.result.clone().expect("checked above");
+        drop(st);
+        self.inner.jobs.lock().remove(&id);
+        res
+    }
+
+    /// Non-blocking state of a job: None while running.
+    pub fn poll(&self, id: u64) -> Result<Option<Result<JobOutput>>> {
+        let job = self.inner.jobs.lock().get(&id).cloned().ok_or_else(|| {
+            Error::new(Status::NotFound, format!("no job {id}"))
+        })?;
+        let st = job.state.lock();
+        Ok(st.result.clone())
+    }
+
+    /// Cancels a job: queued partitions are dropped, running ones are abandoned when they
+    /// finish, their memory is freed, and await answers CANCELLED. Cancelling a finished job
+    /// changes nothing.
+    pub fn cancel(&self, id: u64) -> Result<()> {
+        let job = self.inner.jobs.lock().get(&id).cloned().ok_or_else(|| {
+            Error::new(Status::NotFound, format!("no job {id}"))
+        })?;
+        finish(&self.inner, &job, Err(Error::new(Status::Cancelled, format!("job {id} was cancelled"))));
+        Ok(())
+    }
+
+    /// Synchronous prove: submit and wait.
+    pub fn prove(&self, req: JobRequest) -> Result<JobOutput> {
+        let id = self.submit(req)?;
+        self.await_job(id, None)
+    }
+
+    pub fn status(&self) -> EngineStatus {
+        let i = &self.inner;
+        EngineStatus {
+            running: i.running.load(Ordering::Acquire),
+            jobs_in_flight: i.jobs.lock().values().filter(|j| j.state.lock().result.is_none()).count(),
+            synthesis_queue: i.synth_q.len(),
+            prover_queue: i.prove_q.len(),
+            memory_budget: i.budget.total(),
+            memory_reserved: i.budget.used(),
+            memory_peak: i.budget.peak(),
+            completed: i.counters.completed.load(Ordering::Relaxed),
+            failed: i.counters.failed.load(Ordering::Relaxed),
+            cancelled: i.counters.cancelled.load(Ordering::Relaxed),
+            resident_params: i.srs.resident(),
+            devices: i.backends.iter().map(|b| b.name().to_string()).collect(),
+        }
+    }
+
+    /// Stops the engine: queued work is cancelled (awaits answer NOT_RUNNING), running
+    /// partitions finish, threads are joined. Safe to call more than once.
+    pub fn shutdown(&self) {
+        let i = &self.inner;
+        i.running.store(false, Ordering::Release);
+        for item in i.synth_q.close() {
+            finish(i, &item.job, Err(Error::new(Status::NotRunning, "the engine was shut down")));
+        }
+        let threads = std::mem::take(&mut *self.threads.lock());
+        // Synthesis workers exit when their queue is closed and empty; then the prover queue
+        // drains and closes.
+        let (synth, provers): (Vec<_>, Vec<_>) =
+            threads.into_iter().partition(|t| t.thread().name().is_some_and(|n| n.starts_with("cuzk-synth")));
+        for t in synth {
+            let _ = t.join();
+        }
+        for item in i.prove_q.close() {
+            finish(i, &item.job, Err(Error::new(Status::NotRunning, "the engine was shut down")));
+        }
+        for t in provers {
+            let _ = t.join();
+        }
+        for job in i.jobs.lock().values() {
+            finish(i, job, Err(Error::new(Status::NotRunning, "the engine was shut down")));
+        }
+        if let Some(id) = self.timeline_log.lock().take() {
+            i.timeline.remove(id);
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Sets a job's result once; later calls are ignored. Stops its remaining partitions.
+fn finish(inner: &Inner, job: &Job, res: Result<JobOutput>) {
+    let mut st = job.state.lock();
+    if st.result.is_some() {
+        return;
+    }
+    job.stop.store(true, Ordering::Release);
+    let (kind, detail) = match &res {
+        Ok(_) => {
+            inner.counters.completed.fetch_add(1, Ordering::Relaxed);
+            (EventKind::JobDone, String::new())
+        }
+        Err(e) if e.status == Status::Cancelled => {
+            inner.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+            (EventKind::JobCancelled, String::new())
+        }
+        Err(e) => {
+            inner.counters.failed.fetch_add(1, Ordering::Relaxed);
+            (EventKind::JobFailed, e.to_string())
+        }
+    };
+    if let Err(e) = &res {
+        if e.status != Status::Cancelled {
+            log::warn!("job {} failed: {e}", job.id);
+        }
+    }
+    st.result = Some(res);
+    // Free the proofs of abandoned partitions.
+    st.proofs.iter_mut().for_each(|p| *p = None);
+    drop(st);
+    job.done.notify_all();
+    inner.timeline.emit(kind, job.id, NO_PARTITION, 0, job.submitted.elapsed().as_millis() as u64, &detail);
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn synth_worker(inner: &Arc<Inner>, w: usize) {
+    while let Some((key, item)) = inner.synth_q.pop() {
+        let SynthItem { job, partition } = item;
+        if job.stopped() {
+            continue;
+        }
+        if let Err(e) = synthesize_one(inner, w, key, &job, partition) {
+            finish(inner, &job, Err(e));
+        }
+    }
+}
+
+fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usize) -> Result<()> {
+    let srs = inner.srs.get(job.circuits.params_id(), &inner.budget)?;
+    let bytes = srs.size.working_bytes();
+    let stop = || {
+        if job.stopped() {
+            Some(Error::new(Status::Cancelled, "stopped"))
+        } else if !inner.running.load(Ordering::Acquire) {
+            Some(Error::new(Status::NotRunning, "the engine was shut down"))
+        } else {
+            None
+        }
+    };
+    let reservation = match inner.budget.acquire(bytes, &format!("partition {k} of job {}", job.id), stop) {
+        Ok(r) => r,
+        Err(e) if e.status == Status::Cancelled => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let start = Instant::now();
+    inner.timeline.emit(EventKind::SynthStart, job.id, k as u32, w as u32, bytes, "");
+    let assignment = job.circuits.synthesize(k, Some(srs.size))?;
+    let synth_end = Instant::now();
+    let synth_ms = ms(synth_end - start);
+    inner.timeline.emit(EventKind::SynthEnd, job.id, k as u32, w as u32, synth_ms as u64, "");
+    {
+        let mut st = job.state.lock();
+        let r = &mut st.reports[k];
+        r.partition = k;
+        r.queue_ms = ms(start - job.submitted);
+        r.synth_ms = synth_ms;
+        r.synth_worker = w;
+        r.reserved_bytes = bytes;
+    }
+    if job.stopped() {
+        return Ok(());
+    }
+    let item = ProveItem {
+        job: job.clone(),
+        partition: k,
+        srs,
+        assignment,
+        _reservation: reservation,
+        synth_end,
+    };
+    inner.timeline.emit(EventKind::ChanSend, job.id, k as u32, w as u32, 0, "");
+    if inner.prove_q.push(key, item).is_err() {
+        return Err(Error::new(Status::NotRunning, "the engine was shut down"));
+    }
+    Ok(())
+}
+
+fn prove_worker(inner: &Arc<Inner>, d: usize) {
+    let backend = &inner.backends[d];
+    while let Some((_, item)) = inner.prove_q.pop() {
+        let job = item.job.clone();
+        if job.stopped() {
+            continue;
+        }
+        if let Err(e) = prove_one(inner, d, backend.as_ref(), item) {
+            finish(inner, &job, Err(e));
+        }
+    }
+}
+
+fn prove_one(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, item: ProveItem) -> Result<()> {
+    let ProveItem {
+        job,
+        partition: k,
+        srs,
+        assignment,
+        _reservation,
+        synth_end,
+    } = item;
+    let pickup = Instant::now();
+    inner.timeline.emit(EventKind::GpuPickup, job.id, k as u32, d as u32, 0, backend.name());
+    let r = Fr::random(OsRng);
+    let s = Fr::random(OsRng);
+    let mut stages = StageTimes::default();
+    inner.timeline.emit(EventKind::GpuStart, job.id, k as u32, d as u32, 0, backend.name());
+    let proof = porep::no_panic("proving", Status::Proving, || {
+        backend.prove(assignment, &srs.params, r, s, &mut stages)
+    })?;
+    let prove_ms = ms(pickup.elapsed());
+    inner.timeline.emit(EventKind::GpuEnd, job.id, k as u32, d as u32, prove_ms as u64, backend.name());
+    drop(_reservation);
+    let complete = {
+        let mut st = job.state.lock();
+        if st.result.is_some() {
+            return Ok(());
+        }
+        st.proofs[k] = Some(proof);
+        let rep = &mut st.reports[k];
+        rep.wait_ms = ms(pickup - synth_end);
+        rep.prove_ms = prove_ms;
+        rep.stages = stages;
+        st.remaining -= 1;
+        st.remaining == 0
+    };
+    if complete {
+        let out = assemble(inner, &job, &srs);
+        finish(inner, &job, out);
+    }
+    Ok(())
+}
+
+/// Serializes and (unless disabled) verifies a job whose partitions are all proved.
+fn assemble(inner: &Inner, job: &Job, srs: &Srs) -> Result<JobOutput> {
+    let (proofs, reports) = {
+        let st = job.state.lock();
+        let proofs: Vec<Proof<Bls12>> = st.proofs.iter().map(|p| p.clone().expect("all partitions proved")).collect();
+        (proofs, st.reports.clone())
+    };
+    let mut bytes = Vec::with_capacity(proofs.len() * 192);
+    for p in &proofs {
+        p.write(&mut bytes)
+            .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
+    }
+    let t = Instant::now();
+    let mut verified = false;
+    if inner.cfg.self_check {
+        let inputs = (0..proofs.len())
+            .map(|k| job.circuits.public_inputs(k))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&Proof<Bls12>> = proofs.iter().collect();
+        let ok = verify_proofs_batch(&srs.pvk, &mut OsRng, &refs, &inputs)
+            .map_err(|e| Error::new(Status::VerifyFailed, format!("self-check could not run: {e}")))?;
+        if !ok {
+            return Err(Error::new(
+                Status::VerifyFailed,
+                "self-check failed: the proof does not verify (parameters do not match the verifying key?)",
+            ));
+        }
+        verified = true;
+    }
+    Ok(JobOutput {
+        proof: bytes,
+        partitions: reports,
+        wall_ms: ms(job.submitted.elapsed()),
+        verify_ms: ms(t.elapsed()),
+        verified,
+    })
+}
+
+static GLOBAL: Lazy<Mutex<Option<Arc<Engine>>>> = Lazy::new(|| Mutex::new(None));
+
+/// The process-wide engine, started with `cfg` unless one is running. A running engine with a
+/// different configuration is an ALREADY_RUNNING error.
+pub fn start_global(cfg: Config) -> Result<Arc<Engine>> {
+    let mut g = GLOBAL.lock();
+    if let Some(e) = g.as_ref() {
+        let want = cfg.clone().resolved();
+        let have = e.config();
+        // Automatic values (0) match whatever was resolved.
+        let same = (cfg.synthesis_workers == 0 || want.synthesis_workers == have.synthesis_workers)
+            && (cfg.memory_budget == 0 || want.memory_budget == have.memory_budget)
+            && want.params_dir == have.params_dir
+            && want.self_check == have.self_check;
+        return if same {
+            Ok(e.clone())
+        } else {
+            Err(Error::new(
+                Status::AlreadyRunning,
+                "the engine is already running with another configuration; shut it down first",
+            ))
+        };
+    }
+    let e = Arc::new(Engine::start(cfg)?);
+    *g = Some(e.clone());
+    Ok(e)
+}
+
+/// The process-wide engine, if started.
+pub fn global() -> Option<Arc<Engine>> {
+    GLOBAL.lock().clone()
+}
+
+/// The process-wide engine, started with the default configuration if needed.
+pub fn global_or_default() -> Result<Arc<Engine>> {
+    if let Some(e) = global() {
+        return Ok(e);
+    }
+    start_global(Config::default())
+}
+
+/// Shuts the process-wide engine down (no-op when none runs).
+pub fn shutdown_global() {
+    let e = GLOBAL.lock().take();
+    if let Some(e) = e {
+        e.shutdown();
+    }
+}

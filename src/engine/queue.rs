@@ -1,0 +1,137 @@
+//! A blocking priority queue shared by several workers (synthesis queue, prover queue).
+
+use std::collections::BinaryHeap;
+
+use parking_lot::{Condvar, Mutex};
+
+/// Ordering key: higher priority first, then older job, then lower partition index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Key {
+    pub priority: i32,
+    pub job_seq: u64,
+    pub partition: usize,
+}
+
+impl Ord for Key {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.priority
+            .cmp(&o.priority)
+            .then(o.job_seq.cmp(&self.job_seq))
+            .then(o.partition.cmp(&self.partition))
+    }
+}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+struct Entry<T> {
+    key: Key,
+    item: T,
+}
+impl<T> PartialEq for Entry<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.key == o.key
+    }
+}
+impl<T> Eq for Entry<T> {}
+impl<T> Ord for Entry<T> {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&o.key)
+    }
+}
+impl<T> PartialOrd for Entry<T> {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+struct Inner<T> {
+    heap: BinaryHeap<Entry<T>>,
+    closed: bool,
+}
+
+pub struct PriorityQueue<T> {
+    inner: Mutex<Inner<T>>,
+    ready: Condvar,
+}
+
+impl<T> Default for PriorityQueue<T> {
+    fn default() -> Self {
+        PriorityQueue {
+            inner: Mutex::new(Inner {
+                heap: BinaryHeap::new(),
+                closed: false,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+}
+
+impl<T> PriorityQueue<T> {
+    /// Adds an item; returns it back if the queue is closed.
+    pub fn push(&self, key: Key, item: T) -> Result<(), T> {
+        let mut g = self.inner.lock();
+        if g.closed {
+            return Err(item);
+        }
+        g.heap.push(Entry { key, item });
+        drop(g);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// Takes the highest-priority item, waiting for one; `None` once closed and empty.
+    pub fn pop(&self) -> Option<(Key, T)> {
+        let mut g = self.inner.lock();
+        loop {
+            if let Some(e) = g.heap.pop() {
+                return Some((e.key, e.item));
+            }
+            if g.closed {
+                return None;
+            }
+            self.ready.wait(&mut g);
+        }
+    }
+
+    /// Stops accepting items and wakes every waiter; returns what was still queued.
+    pub fn close(&self) -> Vec<T> {
+        let mut g = self.inner.lock();
+        g.closed = true;
+        let rest = std::mem::take(&mut g.heap).into_iter().map(|e| e.item).collect();
+        drop(g);
+        self.ready.notify_all();
+        rest
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.lock().heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priority_then_fifo_then_partition() {
+        let q = PriorityQueue::default();
+        let k = |priority, job_seq, partition| Key { priority, job_seq, partition };
+        q.push(k(0, 1, 1), "j1p1").unwrap();
+        q.push(k(0, 1, 0), "j1p0").unwrap();
+        q.push(k(0, 0, 3), "j0p3").unwrap();
+        q.push(k(5, 2, 0), "hi").unwrap();
+        let order: Vec<_> = (0..4).map(|_| q.pop().unwrap().1).collect();
+        assert_eq!(order, ["hi", "j0p3", "j1p0", "j1p1"]);
+        q.push(k(0, 9, 0), "left").unwrap();
+        assert_eq!(q.close(), vec!["left"]);
+        assert!(q.pop().is_none());
+        assert!(q.push(k(0, 0, 0), "late").is_err());
+    }
+}

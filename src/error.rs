@@ -1,0 +1,111 @@
+//! Status codes and the error type shared by the engine and the C ABI.
+
+use std::fmt;
+
+/// Status code of every fallible cuzk operation. The numbers are part of the C ABI
+/// (`cuzk_status`): never renumber, only append.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Success.
+    Ok = 0,
+    /// A required pointer was NULL or an argument was out of range.
+    InvalidArgument = 1,
+    /// The C1 output could not be parsed or failed validation.
+    InvalidInput = 2,
+    /// The proof type or shape is valid but not supported by this build.
+    Unsupported = 3,
+    /// Groth16 parameters are missing or unreadable.
+    Params = 4,
+    /// Synthesis or proving failed.
+    Proving = 5,
+    /// The proof was produced but did not verify (self-check).
+    VerifyFailed = 6,
+    /// The job was cancelled.
+    Cancelled = 7,
+    /// A wait ran past its deadline; the job is still running.
+    Timeout = 8,
+    /// No job with that id is known (never submitted, or already awaited).
+    NotFound = 9,
+    /// The engine is not running (never started, or shut down).
+    NotRunning = 10,
+    /// The work does not fit in the configured memory budget.
+    ResourceExhausted = 11,
+    /// A Rust panic was caught at the C boundary.
+    Panic = 12,
+    /// An internal invariant failed.
+    Internal = 13,
+    /// The engine is already running with a different configuration.
+    AlreadyRunning = 14,
+}
+
+impl Status {
+    /// Stable upper-case name, as used in logs and by the Go bindings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::InvalidArgument => "INVALID_ARGUMENT",
+            Status::InvalidInput => "INVALID_INPUT",
+            Status::Unsupported => "UNSUPPORTED",
+            Status::Params => "PARAMS",
+            Status::Proving => "PROVING",
+            Status::VerifyFailed => "VERIFY_FAILED",
+            Status::Cancelled => "CANCELLED",
+            Status::Timeout => "TIMEOUT",
+            Status::NotFound => "NOT_FOUND",
+            Status::NotRunning => "NOT_RUNNING",
+            Status::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Status::Panic => "PANIC",
+            Status::Internal => "INTERNAL",
+            Status::AlreadyRunning => "ALREADY_RUNNING",
+        }
+    }
+}
+
+/// An error with a status code and a human-readable message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub status: Status,
+    pub message: String,
+}
+
+impl Error {
+    pub fn new(status: Status, message: impl Into<String>) -> Self {
+        Error {
+            status,
+            message: message.into(),
+        }
+    }
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(Status::InvalidInput, message)
+    }
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(Status::InvalidArgument, message)
+    }
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(Status::Unsupported, message)
+    }
+    pub fn params(message: impl Into<String>) -> Self {
+        Self::new(Status::Params, message)
+    }
+    pub fn proving(message: impl Into<String>) -> Self {
+        Self::new(Status::Proving, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(Status::Internal, message)
+    }
+    /// Wraps an `anyhow` error (from the proofs crates) with full context chain.
+    pub fn from_anyhow(status: Status, context: &str, e: anyhow::Error) -> Self {
+        Self::new(status, format!("{context}: {e:#}"))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.status.name(), self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;

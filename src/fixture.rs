@@ -1,0 +1,254 @@
+//! Test fixtures through filecoin-proofs' public API: seal a small sector and write its C1
+//! output; run filecoin-proofs' own C2 and `verify_seal` (the baseline and the judge).
+//!
+//! Fixture shapes (more partitions or layers than a test proof type has) are made by editing
+//! filecoin-proofs' run-time tables `POREP_PARTITIONS` / `LAYERS` in *this process*. Only the
+//! CLI's `setup`/`verify`/baseline paths and tests call [`apply_fixture_tables`]; the engine never
+//! reads those tables for its own circuits.
+
+use std::{
+    io::{Cursor, Seek, SeekFrom, Write},
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use filecoin_proofs_api::{
+    seal::{self, SealCommitPhase1Output},
+    PieceInfo, RegisteredSealProof, SectorId, UnpaddedBytesAmount,
+};
+use rand::{RngCore, SeedableRng};
+
+use crate::{
+    error::{Error, Result, Status},
+    porep::{self, FixtureShape},
+};
+
+/// Everything needed to (re)make one fixture.
+#[derive(Clone, Debug)]
+pub struct FixtureSpec {
+    pub proof: RegisteredSealProof,
+    pub shape: FixtureShape,
+    pub sector_id: u64,
+    pub miner_id: u64,
+    pub ticket: [u8; 32],
+    pub seed: [u8; 32],
+    /// Seeds the sector's random data.
+    pub data_seed: u64,
+}
+
+impl FixtureSpec {
+    pub fn new(proof: RegisteredSealProof, shape: FixtureShape) -> Self {
+        FixtureSpec {
+            proof,
+            shape,
+            sector_id: 1,
+            miner_id: 1000,
+            ticket: [6; 32],
+            seed: [5; 32],
+            data_seed: 42,
+        }
+    }
+
+    pub fn prover_id(&self) -> [u8; 32] {
+        porep::prover_id_from_miner(self.miner_id)
+    }
+
+    /// A short name for file names: `2KiB`, `2KiB-p10`, `2KiB-p10-l11`.
+    pub fn name(&self) -> String {
+        let size = u64::from(self.proof.sector_size());
+        let mut n = human_size(size);
+        if self.shape.partitions != 0 {
+            n.push_str(&format!("-p{}", self.shape.partitions));
+        }
+        if self.shape.layers != 0 {
+            n.push_str(&format!("-l{}", self.shape.layers));
+        }
+        n
+    }
+}
+
+/// `2KiB`, `8MiB`, `32GiB`.
+pub fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
+        b if b % 1024 == 0 => format!("{}KiB", b >> 10),
+        b => format!("{b}B"),
+    }
+}
+
+/// Parses `2KiB` / `8MiB` / `512MiB` / `32GiB` / `64GiB` (or a byte count).
+pub fn parse_sector_size(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let (num, mul) = if let Some(n) = t.strip_suffix("KiB") {
+        (n, 1u64 << 10)
+    } else if let Some(n) = t.strip_suffix("MiB") {
+        (n, 1 << 20)
+    } else if let Some(n) = t.strip_suffix("GiB") {
+        (n, 1 << 30)
+    } else {
+        (t, 1)
+    };
+    num.trim()
+        .parse::<u64>()
+        .map(|n| n * mul)
+        .map_err(|_| Error::invalid_argument(format!("bad sector size {s:?} (use 2KiB, 8MiB, 512MiB, 32GiB, 64GiB)")))
+}
+
+/// The V1_1 proof type of a sector size.
+pub fn v1_1_proof(sector_size: u64) -> Result<RegisteredSealProof> {
+    use RegisteredSealProof::*;
+    Ok(match sector_size {
+        2048 => StackedDrg2KiBV1_1,
+        s if s == 8 << 20 => StackedDrg8MiBV1_1,
+        s if s == 512 << 20 => StackedDrg512MiBV1_1,
+        s if s == 32 << 30 => StackedDrg32GiBV1_1,
+        s if s == 64 << 30 => StackedDrg64GiBV1_1,
+        s => return Err(Error::unsupported(format!("unsupported sector size {s}"))),
+    })
+}
+
+/// Makes filecoin-proofs in this process treat `proof`'s sector size with the fixture's
+/// partition and layer counts (no-op for the real shape). Call before any other proofs call.
+pub fn apply_fixture_tables(proof: RegisteredSealProof, shape: FixtureShape) -> Result<()> {
+    let size = u64::from(proof.sector_size());
+    let s = porep::shape_for(proof, shape)?;
+    if shape.partitions != 0 {
+        let p = u8::try_from(s.partitions).map_err(|_| Error::invalid_argument("too many partitions"))?;
+        filecoin_proofs::POREP_PARTITIONS
+            .write()
+            .map_err(|_| Error::internal("POREP_PARTITIONS poisoned"))?
+            .insert(size, p);
+    }
+    if shape.layers != 0 {
+        filecoin_proofs::LAYERS
+            .write()
+            .map_err(|_| Error::internal("LAYERS poisoned"))?
+            .insert(size, s.layers);
+    }
+    Ok(())
+}
+
+fn anyhow_err(what: &str) -> impl Fn(anyhow::Error) -> Error + '_ {
+    move |e| Error::from_anyhow(Status::Internal, what, e)
+}
+
+/// Seals a sector of random data (PC1, PC2, C1) in `work_dir` and returns the C1 output JSON.
+/// Needs [`apply_fixture_tables`] first for fixture shapes.
+pub fn seal_c1(spec: &FixtureSpec, work_dir: &Path) -> Result<Vec<u8>> {
+    let io = |e: std::io::Error| Error::internal(format!("fixture I/O: {e}"));
+    let sector_size = u64::from(spec.proof.sector_size());
+    std::fs::create_dir_all(work_dir).map_err(io)?;
+    let cache = work_dir.join("cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    std::fs::create_dir_all(&cache).map_err(io)?;
+    let staged = work_dir.join("staged");
+    let sealed = work_dir.join("sealed");
+
+    let unpadded = UnpaddedBytesAmount(sector_size / 128 * 127);
+    let mut data = vec![0u8; unpadded.0 as usize];
+    rand_xorshift::XorShiftRng::seed_from_u64(spec.data_seed).fill_bytes(&mut data);
+    let mut staged_file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&staged)
+        .map_err(io)?;
+    let (piece, _) = seal::add_piece(spec.proof, Cursor::new(&data), &mut staged_file, unpadded, &[])
+        .map_err(anyhow_err("add_piece"))?;
+    staged_file.flush().map_err(io)?;
+    staged_file.seek(SeekFrom::Start(0)).map_err(io)?;
+    drop(staged_file);
+    std::fs::File::create(&sealed).map_err(io)?;
+    let pieces: Vec<PieceInfo> = vec![piece];
+    let prover_id = spec.prover_id();
+    let sector = SectorId::from(spec.sector_id);
+    let pc1 = seal::seal_pre_commit_phase1(spec.proof, &cache, &staged, &sealed, prover_id, sector, spec.ticket, &pieces)
+        .map_err(anyhow_err("seal_pre_commit_phase1"))?;
+    let pc2 = seal::seal_pre_commit_phase2(pc1, &cache, &sealed).map_err(anyhow_err("seal_pre_commit_phase2"))?;
+    let c1 = seal::seal_commit_phase1(&cache, &sealed, prover_id, sector, spec.ticket, spec.seed, pc2, &pieces)
+        .map_err(anyhow_err("seal_commit_phase1"))?;
+    serde_json::to_vec(&c1).map_err(|e| Error::internal(format!("serializing C1: {e}")))
+}
+
+/// filecoin-proofs' own C2 (the baseline), including its internal verify_seal.
+pub fn baseline_c2(c1_json: &[u8], prover_id: [u8; 32], sector_id: u64) -> Result<Vec<u8>> {
+    let c1: SealCommitPhase1Output =
+        serde_json::from_slice(c1_json).map_err(|e| Error::invalid_input(format!("C1 JSON: {e}")))?;
+    seal::seal_commit_phase2(c1, prover_id, SectorId::from(sector_id))
+        .map(|o| o.proof)
+        .map_err(|e| Error::from_anyhow(Status::Proving, "filecoin-proofs seal_commit_phase2", e))
+}
+
+/// filecoin-proofs' `verify_seal` for a C1 output's sector and a proof. Reads the `.vk` from
+/// `FIL_PROOFS_PARAMETER_CACHE`.
+pub fn verify_with_filecoin_proofs(c1_json: &[u8], prover_id: [u8; 32], sector_id: u64, proof: &[u8]) -> Result<bool> {
+    let parsed = porep::parse_c1(c1_json)?;
+    let c1 = parsed.c1;
+    seal::verify_seal(
+        c1.registered_proof,
+        c1.comm_r,
+        c1.comm_d,
+        prover_id,
+        SectorId::from(sector_id),
+        c1.ticket,
+        c1.seed,
+        proof,
+    )
+    .map_err(|e| Error::from_anyhow(Status::VerifyFailed, "verify_seal", e))
+}
+
+/// Where fixtures live: `$CUZK_FIXTURE_DIR`, else `<params dir>/cuzk-fixtures`.
+pub fn fixture_dir(params_dir: &Path) -> PathBuf {
+    std::env::var_os("CUZK_FIXTURE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| params_dir.join("cuzk-fixtures"))
+}
+
+/// Result of [`setup`].
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SetupReport {
+    pub name: String,
+    pub c1_path: PathBuf,
+    pub params_id: String,
+    pub params_path: PathBuf,
+    pub params_generated: bool,
+    pub params_seconds: f64,
+    pub seal_seconds: f64,
+    pub sector_id: u64,
+    pub miner_id: u64,
+    pub prover_id: String,
+}
+
+/// Makes (or finds cached) parameters and a sealed fixture's C1 output.
+pub fn setup(spec: &FixtureSpec, params_dir: &Path) -> Result<SetupReport> {
+    apply_fixture_tables(spec.proof, spec.shape)?;
+    let t = Instant::now();
+    let (params_id, generated) = porep::ensure_params(spec.proof, spec.shape, params_dir, 0x5eed)?;
+    let params_seconds = t.elapsed().as_secs_f64();
+    let dir = fixture_dir(params_dir);
+    let c1_path = dir.join(format!("{}.c1.json", spec.name()));
+    let t = Instant::now();
+    if !c1_path.exists() {
+        let work = dir.join(format!("{}.work", spec.name()));
+        let c1 = seal_c1(spec, &work)?;
+        let tmp = c1_path.with_extension("tmp");
+        std::fs::write(&tmp, &c1)
+            .and_then(|_| std::fs::rename(&tmp, &c1_path))
+            .map_err(|e| Error::internal(format!("writing {}: {e}", c1_path.display())))?;
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    Ok(SetupReport {
+        name: spec.name(),
+        params_path: porep::params_path(params_dir, &params_id),
+        c1_path,
+        params_id,
+        params_generated: generated,
+        params_seconds,
+        seal_seconds: t.elapsed().as_secs_f64(),
+        sector_id: spec.sector_id,
+        miner_id: spec.miner_id,
+        prover_id: hex::encode(spec.prover_id()),
+    })
+}

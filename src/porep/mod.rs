@@ -1,0 +1,536 @@
+//! PoRep C2 circuits: shape of a proof type, validation of a C1 output, per-partition circuits,
+//! public inputs and the Groth16 parameter file each circuit needs.
+
+pub mod input;
+
+use std::{panic::AssertUnwindSafe, path::Path, sync::Arc};
+
+use bellperson::{
+    groth16::{self, Parameters, Proof},
+    util_cs::{metric_cs::MetricCS, witness_cs::WitnessCS, Comparable},
+    Circuit, ConstraintSystem,
+};
+use blstrs::{Bls12, Scalar as Fr};
+use filecoin_hashers::{Domain, Hasher};
+use filecoin_proofs::{
+    as_safe_commitment, DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, SectorShape2KiB,
+    SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB, VanillaSealProof,
+};
+use filecoin_proofs_api::{
+    seal::{SealCommitPhase1Output, VanillaSealProof as ApiVanillaProofs},
+    RegisteredSealProof,
+};
+use storage_proofs_core::{
+    api_version::{ApiFeature, ApiVersion},
+    compound_proof::CompoundProof,
+    parameter_cache::{parameter_id, verifying_key_id, CacheableParameters},
+    proof::ProofScheme,
+};
+use storage_proofs_porep::stacked::{
+    self, generate_replica_id, Challenges, StackedCircuit, StackedCompound, StackedDrg,
+};
+
+use crate::{
+    error::{Error, Result, Status},
+    prover::{CircuitSize, ProvingAssignment},
+};
+
+pub use input::{parse_c1, parse_prover_id_hex, prover_id_from_miner, ParsedC1};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// The geometry of one PoRep C2 circuit family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    pub sector_size: u64,
+    pub partitions: usize,
+    pub challenges_per_partition: usize,
+    pub layers: usize,
+}
+
+/// A test-only geometry for a test sector size: more partitions (one challenge each) and/or
+/// more layers than the real proof type, to exercise multi-partition paths with small sectors.
+/// Never accepted for production sector sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct FixtureShape {
+    /// Partition count; 0 keeps the proof type's.
+    pub partitions: usize,
+    /// Layer count; 0 keeps the proof type's.
+    pub layers: usize,
+}
+
+impl FixtureShape {
+    pub fn is_real(&self) -> bool {
+        self.partitions == 0 && self.layers == 0
+    }
+}
+
+fn is_test_size(sector_size: u64) -> bool {
+    matches!(sector_size, s if s == 2 * KIB || s == 8 * MIB || s == 512 * MIB)
+}
+
+/// filecoin-proofs 19.1's interactive minimum challenge count.
+fn min_challenges(sector_size: u64) -> usize {
+    if is_test_size(sector_size) {
+        2
+    } else {
+        176
+    }
+}
+
+fn real_layers(sector_size: u64) -> usize {
+    if is_test_size(sector_size) {
+        2
+    } else {
+        11
+    }
+}
+
+fn sector_size_of(proof: RegisteredSealProof) -> u64 {
+    u64::from(proof.sector_size())
+}
+
+fn is_non_interactive(proof: RegisteredSealProof) -> bool {
+    use RegisteredSealProof::*;
+    matches!(
+        proof,
+        StackedDrg2KiBV1_2_Feat_NonInteractivePoRep
+            | StackedDrg8MiBV1_2_Feat_NonInteractivePoRep
+            | StackedDrg512MiBV1_2_Feat_NonInteractivePoRep
+            | StackedDrg32GiBV1_2_Feat_NonInteractivePoRep
+            | StackedDrg64GiBV1_2_Feat_NonInteractivePoRep
+    )
+}
+
+/// The shape a proof type has, or the fixture shape asked for.
+pub fn shape_for(proof: RegisteredSealProof, fixture: FixtureShape) -> Result<Shape> {
+    if is_non_interactive(proof) {
+        return Err(Error::unsupported(format!(
+            "{proof:?}: non-interactive PoRep (SnarkPack-aggregated C2) is not supported"
+        )));
+    }
+    if proof.major_version() != 1 {
+        return Err(Error::unsupported(format!("{proof:?}: unsupported proof version")));
+    }
+    let sector_size = sector_size_of(proof);
+    let real_partitions = usize::from(proof.partitions());
+    if !fixture.is_real() && !is_test_size(sector_size) {
+        return Err(Error::unsupported(format!(
+            "fixture shapes exist only for test sector sizes (2KiB, 8MiB, 512MiB), not {proof:?}"
+        )));
+    }
+    let partitions = if fixture.partitions == 0 { real_partitions } else { fixture.partitions };
+    let layers = if fixture.layers == 0 { real_layers(sector_size) } else { fixture.layers };
+    if !(1..=64).contains(&partitions) || !(1..=15).contains(&layers) {
+        return Err(Error::invalid_argument(format!(
+            "fixture shape out of range: {partitions} partitions, {layers} layers"
+        )));
+    }
+    let challenges_per_partition = min_challenges(sector_size).div_ceil(partitions);
+    Ok(Shape {
+        sector_size,
+        partitions,
+        challenges_per_partition,
+        layers,
+    })
+}
+
+fn setup_params(proof: RegisteredSealProof, shape: &Shape) -> stacked::SetupParams {
+    let cfg = proof.as_v1_config();
+    let challenges = if cfg.api_features.contains(&ApiFeature::SyntheticPoRep) {
+        Challenges::new_synthetic(shape.challenges_per_partition)
+    } else {
+        Challenges::new_interactive(shape.challenges_per_partition)
+    };
+    stacked::SetupParams {
+        nodes: (shape.sector_size / 32) as usize,
+        degree: filecoin_proofs::DRG_DEGREE,
+        expansion_degree: filecoin_proofs::EXP_DEGREE,
+        porep_id: cfg.porep_id,
+        challenges,
+        num_layers: shape.layers,
+        api_version: cfg.api_version,
+        api_features: cfg.api_features,
+    }
+}
+
+/// One C2 job's circuits, independent of the Merkle tree type behind them.
+pub trait SealCircuits: Send + Sync {
+    fn shape(&self) -> Shape;
+    /// The parameter cache id (without version prefix and extension).
+    fn params_id(&self) -> &str;
+    /// Synthesizes partition `k`.
+    fn synthesize(&self, k: usize, size: Option<CircuitSize>) -> Result<ProvingAssignment>;
+    /// Public inputs of partition `k`, derived from the job's prover id and sector id.
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
+    /// Reference assignment of partition `k` from bellperson's own `MetricCS` (constraints) and
+    /// `WitnessCS` (witness), for equivalence tests.
+    fn reference_assignment(&self, k: usize) -> Result<ProvingAssignment>;
+    /// Partition `k` proved by bellperson's own prover with fixed `r`, `s`, for equivalence tests.
+    fn bellperson_proof(&self, k: usize, params: &Parameters<Bls12>, r: Fr, s: Fr) -> Result<Proof<Bls12>>;
+}
+
+/// File names of a circuit's parameters inside a parameter directory.
+pub fn params_path(dir: &Path, params_id: &str) -> std::path::PathBuf {
+    dir.join(parameter_id(params_id))
+}
+pub fn vk_path(dir: &Path, params_id: &str) -> std::path::PathBuf {
+    dir.join(verifying_key_id(params_id))
+}
+
+type PieceDomain = DefaultPieceDomain;
+
+struct StackedSeal<Tree: 'static + MerkleTreeTrait> {
+    shape: Shape,
+    params_id: String,
+    pub_params: stacked::PublicParams<Tree>,
+    pub_inputs: stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, PieceDomain>,
+    proofs: Vec<Vec<VanillaSealProof<Tree>>>,
+}
+
+/// Runs `f`, turning a panic inside the proofs crates into an error.
+pub(crate) fn no_panic<T>(what: &str, status: Status, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(Error::new(status, format!("{what} panicked: {msg}")))
+        }
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> StackedSeal<Tree> {
+    fn circuit(&self, k: usize) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
+        let proof = self
+            .proofs
+            .get(k)
+            .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))?;
+        no_panic("circuit construction", Status::InvalidInput, || {
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
+                &self.pub_inputs,
+                Default::default(),
+                proof,
+                &self.pub_params,
+                Some(k),
+            )
+            .map_err(|e| Error::from_anyhow(Status::InvalidInput, "building the circuit", e))
+        })
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    fn params_id(&self) -> &str {
+        &self.params_id
+    }
+
+    fn synthesize(&self, k: usize, size: Option<CircuitSize>) -> Result<ProvingAssignment> {
+        let circuit = self.circuit(k)?;
+        no_panic("synthesis", Status::Proving, || {
+            ProvingAssignment::synthesize(circuit, size)
+                .map_err(|e| Error::proving(format!("synthesis of partition {k} failed: {e}")))
+        })
+    }
+
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
+        no_panic("public input generation", Status::Internal, || {
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
+                &self.pub_inputs,
+                &self.pub_params,
+                Some(k),
+            )
+            .map_err(|e| Error::from_anyhow(Status::InvalidInput, "public inputs", e))
+        })
+    }
+
+    fn reference_assignment(&self, k: usize) -> Result<ProvingAssignment> {
+        let mut metric = MetricCS::<Fr>::new();
+        self.circuit(k)?
+            .synthesize(&mut metric)
+            .map_err(|e| Error::proving(format!("MetricCS synthesis: {e}")))?;
+        let mut witness = WitnessCS::<Fr>::new();
+        self.circuit(k)?
+            .synthesize(&mut witness)
+            .map_err(|e| Error::proving(format!("WitnessCS synthesis: {e}")))?;
+        Ok(crate::prover::reference::assignment_from(
+            metric.constraints(),
+            witness.scalar_inputs(),
+            witness.scalar_aux(),
+        ))
+    }
+
+    fn bellperson_proof(&self, k: usize, params: &Parameters<Bls12>, r: Fr, s: Fr) -> Result<Proof<Bls12>> {
+        let circuit = self.circuit(k)?;
+        groth16::create_proof(circuit, params, r, s)
+            .map_err(|e| Error::proving(format!("bellperson create_proof: {e}")))
+    }
+}
+
+/// What a prepared job needs: validated circuits for every partition.
+pub struct PreparedJob {
+    pub circuits: Arc<dyn SealCircuits>,
+    pub proof_type: RegisteredSealProof,
+}
+
+fn check_vanilla_shape<T>(proofs: &[Vec<T>], shape: &Shape, layers_of: impl Fn(&T) -> usize) -> Result<()> {
+    if proofs.len() != shape.partitions {
+        return Err(Error::invalid_input(format!(
+            "C1 output has {} partitions of vanilla proofs, the proof type needs {}",
+            proofs.len(),
+            shape.partitions
+        )));
+    }
+    for (k, p) in proofs.iter().enumerate() {
+        if p.len() != shape.challenges_per_partition {
+            return Err(Error::invalid_input(format!(
+                "partition {k} has {} challenge proofs, the proof type needs {}",
+                p.len(),
+                shape.challenges_per_partition
+            )));
+        }
+        for (i, c) in p.iter().enumerate() {
+            if layers_of(c) != shape.layers {
+                return Err(Error::invalid_input(format!(
+                    "partition {k} challenge {i} has {} labeling proofs, the proof type needs {} layers",
+                    layers_of(c),
+                    shape.layers
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
+    c1: &SealCommitPhase1Output,
+    proofs: Vec<Vec<VanillaSealProof<Tree>>>,
+    shape: Shape,
+    prover_id: [u8; 32],
+    sector_id: u64,
+) -> Result<Arc<dyn SealCircuits>> {
+    check_vanilla_shape(&proofs, &shape, |p| p.labeling_proofs.len())?;
+    let sp = setup_params(c1.registered_proof, &shape);
+    let porep_id = sp.porep_id;
+    let pub_params = no_panic("public parameter setup", Status::Internal, || {
+        StackedDrg::<Tree, DefaultPieceHasher>::setup(&sp)
+            .map_err(|e| Error::from_anyhow(Status::Internal, "public parameter setup", e))
+    })?;
+    let comm_r = as_safe_commitment::<<Tree::Hasher as Hasher>::Domain, _>(&c1.comm_r, "comm_r")
+        .map_err(|e| Error::from_anyhow(Status::InvalidInput, "comm_r", e))?;
+    let comm_d = PieceDomain::try_from_bytes(&c1.comm_d)
+        .map_err(|e| Error::from_anyhow(Status::InvalidInput, "comm_d", e))?;
+    // The replica id the verifier will derive; it must be the one the vanilla proofs were made for.
+    let replica_id = generate_replica_id::<Tree::Hasher, _>(&prover_id, sector_id, &c1.ticket, comm_d, &porep_id);
+    let c1_replica: Fr = c1.replica_id.into();
+    let derived: Fr = replica_id.into();
+    if c1_replica != derived {
+        return Err(Error::invalid_input(format!(
+            "prover id / sector id (sector {sector_id}) do not match the C1 output: its replica id was \
+             made for another miner, sector, ticket or proof type"
+        )));
+    }
+    let pub_inputs = stacked::PublicInputs {
+        replica_id,
+        seed: Some(c1.seed),
+        tau: Some(stacked::Tau { comm_d, comm_r }),
+        k: None,
+    };
+    // Vanilla proofs are checked before any proving work: a corrupted C1 fails here, in ms.
+    let ok = no_panic("vanilla proof verification", Status::InvalidInput, || {
+        StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(&pub_params, &pub_inputs, &proofs)
+            .map_err(|e| Error::from_anyhow(Status::InvalidInput, "vanilla proof verification", e))
+    })?;
+    if !ok {
+        return Err(Error::invalid_input(
+            "the C1 output's vanilla proofs do not verify (corrupted or inconsistent C1 output)",
+        ));
+    }
+    let params_id = <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+        StackedCircuit<Tree, DefaultPieceHasher>,
+        stacked::PublicParams<Tree>,
+    >>::cache_identifier(&pub_params);
+    Ok(Arc::new(StackedSeal {
+        shape,
+        params_id,
+        pub_params,
+        pub_inputs,
+        proofs,
+    }))
+}
+
+/// Validates a parsed C1 output for `prover_id` / `sector_id` and builds its circuits.
+pub fn prepare(
+    c1: SealCommitPhase1Output,
+    prover_id: [u8; 32],
+    sector_id: u64,
+    fixture: FixtureShape,
+) -> Result<PreparedJob> {
+    let proof_type = c1.registered_proof;
+    let shape = shape_for(proof_type, fixture)?;
+    if c1.comm_d == [0; 32] {
+        return Err(Error::invalid_input("Invalid all zero commitment (comm_d)"));
+    }
+    if c1.comm_r == [0; 32] {
+        return Err(Error::invalid_input("Invalid all zero commitment (comm_r)"));
+    }
+    if c1.seed == [0; 32] {
+        return Err(Error::invalid_input("Invalid porep challenge seed (all zero)"));
+    }
+    let size = shape.sector_size;
+    let mismatch = |name: &str| {
+        Error::invalid_input(format!(
+            "vanilla proofs are for {name} but the proof type is {proof_type:?}"
+        ))
+    };
+    let vp = c1.vanilla_proofs.clone();
+    let circuits = match vp {
+        ApiVanillaProofs::StackedDrg2KiBV1(p) if size == 2 * KIB => {
+            prepare_tree::<SectorShape2KiB>(&c1, p, shape, prover_id, sector_id)
+        }
+        ApiVanillaProofs::StackedDrg8MiBV1(p) if size == 8 * MIB => {
+            prepare_tree::<SectorShape8MiB>(&c1, p, shape, prover_id, sector_id)
+        }
+        ApiVanillaProofs::StackedDrg512MiBV1(p) if size == 512 * MIB => {
+            prepare_tree::<SectorShape512MiB>(&c1, p, shape, prover_id, sector_id)
+        }
+        ApiVanillaProofs::StackedDrg32GiBV1(p) if size == 32 * GIB => {
+            prepare_tree::<SectorShape32GiB>(&c1, p, shape, prover_id, sector_id)
+        }
+        ApiVanillaProofs::StackedDrg64GiBV1(p) if size == 64 * GIB => {
+            prepare_tree::<SectorShape64GiB>(&c1, p, shape, prover_id, sector_id)
+        }
+        ApiVanillaProofs::StackedDrg2KiBV1(_) => Err(mismatch("2KiB")),
+        ApiVanillaProofs::StackedDrg8MiBV1(_) => Err(mismatch("8MiB")),
+        ApiVanillaProofs::StackedDrg512MiBV1(_) => Err(mismatch("512MiB")),
+        ApiVanillaProofs::StackedDrg32GiBV1(_) => Err(mismatch("32GiB")),
+        ApiVanillaProofs::StackedDrg64GiBV1(_) => Err(mismatch("64GiB")),
+    }?;
+    Ok(PreparedJob {
+        circuits,
+        proof_type,
+    })
+}
+
+/// The api version of a proof type (for display).
+pub fn api_version(proof: RegisteredSealProof) -> ApiVersion {
+    proof.version()
+}
+
+fn with_tree_shape<R>(
+    sector_size: u64,
+    f2k: impl FnOnce() -> R,
+    f8m: impl FnOnce() -> R,
+    f512m: impl FnOnce() -> R,
+    f32g: impl FnOnce() -> R,
+    f64g: impl FnOnce() -> R,
+) -> Result<R> {
+    Ok(match sector_size {
+        s if s == 2 * KIB => f2k(),
+        s if s == 8 * MIB => f8m(),
+        s if s == 512 * MIB => f512m(),
+        s if s == 32 * GIB => f32g(),
+        s if s == 64 * GIB => f64g(),
+        s => return Err(Error::unsupported(format!("unsupported sector size {s}"))),
+    })
+}
+
+fn public_params<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredSealProof,
+    shape: &Shape,
+) -> Result<stacked::PublicParams<Tree>> {
+    StackedDrg::<Tree, DefaultPieceHasher>::setup(&setup_params(proof, shape))
+        .map_err(|e| Error::from_anyhow(Status::Internal, "public parameter setup", e))
+}
+
+fn params_id_tree<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, shape: &Shape) -> Result<String> {
+    let pp = public_params::<Tree>(proof, shape)?;
+    Ok(<StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+        StackedCircuit<Tree, DefaultPieceHasher>,
+        stacked::PublicParams<Tree>,
+    >>::cache_identifier(&pp))
+}
+
+/// The parameter cache id of a proof type (or fixture shape of it).
+pub fn params_id_for(proof: RegisteredSealProof, fixture: FixtureShape) -> Result<String> {
+    let shape = shape_for(proof, fixture)?;
+    with_tree_shape(
+        shape.sector_size,
+        || params_id_tree::<SectorShape2KiB>(proof, &shape),
+        || params_id_tree::<SectorShape8MiB>(proof, &shape),
+        || params_id_tree::<SectorShape512MiB>(proof, &shape),
+        || params_id_tree::<SectorShape32GiB>(proof, &shape),
+        || params_id_tree::<SectorShape64GiB>(proof, &shape),
+    )?
+}
+
+fn write_atomically(path: &Path, write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>) -> Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::params(format!("cannot create {}: {e}", dir.display())))?;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let res = (|| {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        write(&mut w)?;
+        w.flush()?;
+        w.get_ref().sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    res.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::params(format!("cannot write {}: {e}", path.display()))
+    })
+}
+
+fn generate_tree<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredSealProof,
+    shape: &Shape,
+    dir: &Path,
+    seed: u64,
+) -> Result<String> {
+    use rand::SeedableRng;
+    let pp = public_params::<Tree>(proof, shape)?;
+    let id = <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+        StackedCircuit<Tree, DefaultPieceHasher>,
+        stacked::PublicParams<Tree>,
+    >>::cache_identifier(&pp);
+    let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(seed);
+    let params = groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng)
+        .map_err(|e| Error::params(format!("parameter generation failed: {e}")))?;
+    // .params last: its presence means the set is complete.
+    write_atomically(&dir.join(storage_proofs_core::parameter_cache::metadata_id(&id)), |w| {
+        serde_json::to_writer(w, &serde_json::json!({ "sector_size": shape.sector_size })).map_err(std::io::Error::other)
+    })?;
+    write_atomically(&vk_path(dir, &id), |w| params.vk.write(w))?;
+    write_atomically(&params_path(dir, &id), |w| params.write(w))?;
+    Ok(id)
+}
+
+/// Makes random (test) Groth16 parameters for a proof type or fixture shape in `dir`, in the
+/// standard `.params`/`.vk`/`.meta` form filecoin-proofs reads, unless they already exist.
+/// Returns the parameter id and whether it generated them.
+pub fn ensure_params(proof: RegisteredSealProof, fixture: FixtureShape, dir: &Path, seed: u64) -> Result<(String, bool)> {
+    let id = params_id_for(proof, fixture)?;
+    if params_path(dir, &id).exists() && vk_path(dir, &id).exists() {
+        return Ok((id, false));
+    }
+    let shape = shape_for(proof, fixture)?;
+    let id = with_tree_shape(
+        shape.sector_size,
+        || generate_tree::<SectorShape2KiB>(proof, &shape, dir, seed),
+        || generate_tree::<SectorShape8MiB>(proof, &shape, dir, seed),
+        || generate_tree::<SectorShape512MiB>(proof, &shape, dir, seed),
+        || generate_tree::<SectorShape32GiB>(proof, &shape, dir, seed),
+        || generate_tree::<SectorShape64GiB>(proof, &shape, dir, seed),
+    )??;
+    Ok((id, true))
+}

@@ -1,0 +1,224 @@
+//! `ProvingAssignment`: the synthesis target of the split prover.
+//!
+//! It records, for every constraint, the evaluations of its A, B and C linear combinations at
+//! the witness, the density of the A and B queries, and the witness itself. This is the data
+//! bellperson's private prover keeps between synthesis and the FFT/MSM phase; owning it lets
+//! cuzk synthesize a partition on one thread and prove it on another (or on a GPU).
+
+use bellperson::{
+    multiexp::DensityTracker, Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError,
+    Variable,
+};
+use blstrs::Scalar as Fr;
+use ff::Field;
+
+/// Witness and constraint evaluations of one circuit instance.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ProvingAssignment {
+    /// Which aux variables occur in some A linear combination.
+    pub a_aux_density: DensityTracker,
+    /// Which inputs occur in some B linear combination.
+    pub b_input_density: DensityTracker,
+    /// Which aux variables occur in some B linear combination.
+    pub b_aux_density: DensityTracker,
+    /// A(w) for every constraint.
+    pub a: Vec<Fr>,
+    /// B(w) for every constraint.
+    pub b: Vec<Fr>,
+    /// C(w) for every constraint.
+    pub c: Vec<Fr>,
+    /// Public inputs, `ONE` first.
+    pub input_assignment: Vec<Fr>,
+    /// Private (aux) variables.
+    pub aux_assignment: Vec<Fr>,
+}
+
+/// Sizes of a circuit, known from its Groth16 parameters before synthesis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CircuitSize {
+    /// Constraints including the `x * 0 = 0` constraint per public input.
+    pub constraints: usize,
+    /// Public inputs including `ONE`.
+    pub inputs: usize,
+    /// Aux variables.
+    pub aux: usize,
+}
+
+impl CircuitSize {
+    /// FFT domain size: the smallest power of two holding every constraint.
+    pub fn domain(&self) -> usize {
+        self.constraints.next_power_of_two()
+    }
+
+    /// Upper bound of the heap bytes one partition needs from the start of its synthesis to
+    /// the end of its proof: a/b/c padded to the domain (three vectors), the witness, the h
+    /// coefficients and the byte-form copies of the witness taken by the multi-exponentiations.
+    pub fn working_bytes(&self) -> u64 {
+        let fr = 32u64;
+        let d = self.domain() as u64;
+        let vars = (self.inputs + self.aux) as u64;
+        // a, b, c (FFT in place, padded to d) + h exponents (d) + witness as Fr and as Repr (2x vars)
+        // + densities (3 bits per var, rounded up generously) + 10% allocator slack.
+        let raw = 4 * d * fr + 2 * vars * fr + vars;
+        raw + raw / 10
+    }
+}
+
+impl ProvingAssignment {
+    /// An empty assignment with room for a circuit of the given size (avoids reallocation).
+    pub fn with_capacity(size: Option<CircuitSize>) -> Self {
+        let mut pa = ProvingAssignment::default();
+        if let Some(s) = size {
+            pa.a.reserve_exact(s.domain());
+            pa.b.reserve_exact(s.domain());
+            pa.c.reserve_exact(s.domain());
+            pa.input_assignment.reserve_exact(s.inputs);
+            pa.aux_assignment.reserve_exact(s.aux);
+        }
+        pa
+    }
+
+    /// Synthesizes `circuit` exactly as bellperson's Groth16 prover does: the `ONE` input first,
+    /// then the circuit, then one `input * 0 = 0` constraint per public input (which makes the
+    /// A query fully dense over the inputs).
+    pub fn synthesize<C: Circuit<Fr>>(
+        circuit: C,
+        size: Option<CircuitSize>,
+    ) -> Result<Self, SynthesisError> {
+        let mut pa = Self::with_capacity(size);
+        pa.alloc_input(|| "", || Ok(Fr::ONE))?;
+        circuit.synthesize(&mut pa)?;
+        for i in 0..pa.input_assignment.len() {
+            pa.enforce(
+                || "",
+                |lc| lc + Variable::new_unchecked(Index::Input(i)),
+                |lc| lc,
+                |lc| lc,
+            );
+        }
+        Ok(pa)
+    }
+
+    /// Sizes of this assignment.
+    pub fn size(&self) -> CircuitSize {
+        CircuitSize {
+            constraints: self.a.len(),
+            inputs: self.input_assignment.len(),
+            aux: self.aux_assignment.len(),
+        }
+    }
+}
+
+/// Evaluates `lc` at the witness, marking the variables with non-zero coefficients in the
+/// given density trackers.
+fn eval_tracked(
+    lc: &LinearCombination<Fr>,
+    mut input_density: Option<&mut DensityTracker>,
+    mut aux_density: Option<&mut DensityTracker>,
+    inputs: &[Fr],
+    aux: &[Fr],
+) -> Fr {
+    let mut acc = Fr::ZERO;
+    for (index, coeff) in lc.iter_inputs() {
+        if !bool::from(coeff.is_zero()) {
+            let mut tmp = inputs[*index];
+            if *coeff != Fr::ONE {
+                tmp *= coeff;
+            }
+            acc += tmp;
+            if let Some(d) = input_density.as_deref_mut() {
+                d.inc(*index);
+            }
+        }
+    }
+    for (index, coeff) in lc.iter_aux() {
+        if !bool::from(coeff.is_zero()) {
+            let mut tmp = aux[*index];
+            if *coeff != Fr::ONE {
+                tmp *= coeff;
+            }
+            acc += tmp;
+            if let Some(d) = aux_density.as_deref_mut() {
+                d.inc(*index);
+            }
+        }
+    }
+    acc
+}
+
+impl ConstraintSystem<Fr> for ProvingAssignment {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux_assignment.push(f()?);
+        self.a_aux_density.add_element();
+        self.b_aux_density.add_element();
+        Ok(Variable::new_unchecked(Index::Aux(
+            self.aux_assignment.len() - 1,
+        )))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.input_assignment.push(f()?);
+        self.b_input_density.add_element();
+        Ok(Variable::new_unchecked(Index::Input(
+            self.input_assignment.len() - 1,
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        let a = a(LinearCombination::zero());
+        let b = b(LinearCombination::zero());
+        let c = c(LinearCombination::zero());
+        let inputs = &self.input_assignment;
+        let aux = &self.aux_assignment;
+        // Inputs are fully dense in A (the `input * 0 = 0` constraints), so only aux is tracked.
+        let a_val = eval_tracked(&a, None, Some(&mut self.a_aux_density), inputs, aux);
+        let b_val = eval_tracked(
+            &b,
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+            inputs,
+            aux,
+        );
+        // The C query is fully dense: no tracking.
+        let c_val = c.eval(inputs, aux);
+        self.a.push(a_val);
+        self.b.push(b_val);
+        self.c.push(c_val);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}

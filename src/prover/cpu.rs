@@ -1,0 +1,230 @@
+//! CPU Groth16 prover working from a [`ProvingAssignment`], built on bellperson's public
+//! `domain` (FFT) and `multiexp` modules. It computes exactly what bellperson's own prover does
+//! for the same assignment and the same `r`, `s` (see the tests), one partition at a time.
+
+use std::{ops::AddAssign, ops::MulAssign, sync::Arc};
+
+use bellperson::{
+    domain::EvaluationDomain,
+    gpu::{LockedFftKernel, LockedMultiexpKernel},
+    groth16::{Parameters, Proof},
+    multiexp::multiexp,
+};
+use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
+use ec_gpu_gen::{multiexp_cpu::FullDensity, threadpool::Worker};
+use ff::PrimeField;
+use group::{prime::PrimeCurveAffine, Curve};
+use rayon::prelude::*;
+
+use super::{assignment::ProvingAssignment, ProverBackend, StageTimes};
+use crate::error::{Error, Result};
+
+/// The CPU backend. Multi-exponentiations and FFTs run on ec-gpu-gen's worker pool
+/// (`EC_GPU_NUM_THREADS`, default: all cores) and rayon.
+#[derive(Debug, Default)]
+pub struct CpuProver;
+
+fn ec(e: impl std::fmt::Display) -> Error {
+    Error::proving(format!("multiexp failed: {e}"))
+}
+
+/// h(X) = (A(X)·B(X) − C(X)) / Z(X) as exponents, from the constraint evaluations.
+pub fn compute_h(
+    worker: &Worker,
+    a: Vec<Fr>,
+    b: Vec<Fr>,
+    c: Vec<Fr>,
+) -> Result<Vec<<Fr as PrimeField>::Repr>> {
+    fn synth(e: impl std::fmt::Display) -> Error {
+        Error::proving(format!("FFT failed: {e}"))
+    }
+    let mut a = EvaluationDomain::from_coeffs(a).map_err(synth)?;
+    let mut b = EvaluationDomain::from_coeffs(b).map_err(synth)?;
+    let mut c = EvaluationDomain::from_coeffs(c).map_err(synth)?;
+    let mut kern: Option<LockedFftKernel<Fr>> = None;
+    EvaluationDomain::ifft_many(&mut [&mut a, &mut b, &mut c], worker, &mut kern).map_err(synth)?;
+    EvaluationDomain::coset_fft_many(&mut [&mut a, &mut b, &mut c], worker, &mut kern)
+        .map_err(synth)?;
+    a.mul_assign(worker, &b);
+    drop(b);
+    a.sub_assign(worker, &c);
+    drop(c);
+    a.divide_by_z_on_coset(worker);
+    a.icoset_fft(worker, &mut kern).map_err(synth)?;
+    let coeffs = a.into_coeffs();
+    let n = coeffs.len() - 1;
+    Ok(coeffs.into_par_iter().take(n).map(|s| s.to_repr()).collect())
+}
+
+/// Checks that an assignment matches the parameters it is to be proved with.
+pub fn check_shape(asg: &ProvingAssignment, params: &Parameters<Bls12>) -> Result<()> {
+    let size = asg.size();
+    let domain = size.domain();
+    if params.vk.ic.len() != size.inputs {
+        return Err(Error::proving(format!(
+            "circuit has {} public inputs, parameters expect {}",
+            size.inputs,
+            params.vk.ic.len()
+        )));
+    }
+    if params.l.len() != size.aux {
+        return Err(Error::proving(format!(
+            "circuit has {} aux variables, parameters expect {}",
+            size.aux,
+            params.l.len()
+        )));
+    }
+    if params.h.len() != domain - 1 {
+        return Err(Error::proving(format!(
+            "circuit domain is {}, parameters expect {}",
+            domain,
+            params.h.len() + 1
+        )));
+    }
+    Ok(())
+}
+
+/// Combines the multi-exponentiation results into the proof (bellperson's formulas).
+#[allow(clippy::too_many_arguments)]
+pub fn assemble_proof(
+    params: &Parameters<Bls12>,
+    r: Fr,
+    s: Fr,
+    h: blstrs::G1Projective,
+    l: blstrs::G1Projective,
+    a: blstrs::G1Projective,
+    b_g1: blstrs::G1Projective,
+    b_g2: blstrs::G2Projective,
+) -> Result<Proof<Bls12>> {
+    let vk = &params.vk;
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(Error::params("parameters have an identity delta (subverted CRS)"));
+    }
+    let mut g_a = vk.delta_g1 * r;
+    g_a.add_assign(&vk.alpha_g1);
+    g_a.add_assign(&a);
+
+    let mut g_b = vk.delta_g2 * s;
+    g_b.add_assign(&vk.beta_g2);
+    g_b.add_assign(&b_g2);
+
+    let mut g_c = a;
+    g_c.mul_assign(s);
+    let mut b1 = b_g1;
+    b1.mul_assign(r);
+    g_c.add_assign(&b1);
+    g_c.add_assign(vk.delta_g1 * (r * s));
+    g_c.add_assign(vk.alpha_g1 * s);
+    g_c.add_assign(vk.beta_g1 * r);
+    g_c.add_assign(&h);
+    g_c.add_assign(&l);
+
+    Ok(Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    })
+}
+
+impl ProverBackend for CpuProver {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn prove(
+        &self,
+        asg: ProvingAssignment,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> Result<Proof<Bls12>> {
+        check_shape(&asg, params)?;
+        let worker = Worker::new();
+        let ProvingAssignment {
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            a,
+            b,
+            c,
+            input_assignment,
+            aux_assignment,
+        } = asg;
+
+        let t = std::time::Instant::now();
+        let h_exps = Arc::new(compute_h(&worker, a, b, c)?);
+        times.ntt_ms = t.elapsed().as_secs_f64() * 1e3;
+
+        let t = std::time::Instant::now();
+        let inputs: Arc<Vec<_>> = Arc::new(input_assignment.par_iter().map(|s| s.to_repr()).collect());
+        drop(input_assignment);
+        let aux: Arc<Vec<_>> = Arc::new(aux_assignment.par_iter().map(|s| s.to_repr()).collect());
+        drop(aux_assignment);
+
+        let mut g1k = LockedMultiexpKernel::<G1Affine>::new(false);
+        let mut g2k = LockedMultiexpKernel::<G2Affine>::new(false);
+        let a_aux_density = Arc::new(a_aux_density);
+        let b_input_density = Arc::new(b_input_density);
+        let b_aux_density = Arc::new(b_aux_density);
+        let n_inputs = inputs.len();
+        let a_aux_total = a_aux_density.get_total_density();
+        let b_in_total = b_input_density.get_total_density();
+        let b_aux_total = b_aux_density.get_total_density();
+
+        // a and b bases hold exactly inputs + dense aux points.
+        if params.a.len() != n_inputs + a_aux_total || params.b_g2.len() != b_in_total + b_aux_total {
+            return Err(Error::proving(
+                "query densities do not match the parameters (different circuit?)",
+            ));
+        }
+        // Bases: h, l; a = [inputs | aux restricted to the A density]; likewise b_g1 / b_g2.
+        let h = multiexp(&worker, (params.h.clone(), 0), FullDensity, h_exps, &mut g1k)
+            .wait()
+            .map_err(ec)?;
+        let l = multiexp(&worker, (params.l.clone(), 0), FullDensity, aux.clone(), &mut g1k)
+            .wait()
+            .map_err(ec)?;
+        let a_in = multiexp(&worker, (params.a.clone(), 0), FullDensity, inputs.clone(), &mut g1k);
+        let a_aux = multiexp(
+            &worker,
+            (params.a.clone(), n_inputs),
+            a_aux_density,
+            aux.clone(),
+            &mut g1k,
+        );
+        let a_sum = a_in.wait().map_err(ec)? + a_aux.wait().map_err(ec)?;
+        let b1_in = multiexp(
+            &worker,
+            (params.b_g1.clone(), 0),
+            b_input_density.clone(),
+            inputs.clone(),
+            &mut g1k,
+        );
+        let b1_aux = multiexp(
+            &worker,
+            (params.b_g1.clone(), b_in_total),
+            b_aux_density.clone(),
+            aux.clone(),
+            &mut g1k,
+        );
+        let b1_sum = b1_in.wait().map_err(ec)? + b1_aux.wait().map_err(ec)?;
+        let b2_in = multiexp(
+            &worker,
+            (params.b_g2.clone(), 0),
+            b_input_density,
+            inputs,
+            &mut g2k,
+        );
+        let b2_aux = multiexp(
+            &worker,
+            (params.b_g2.clone(), b_in_total),
+            b_aux_density,
+            aux,
+            &mut g2k,
+        );
+        let b2_sum = b2_in.wait().map_err(ec)? + b2_aux.wait().map_err(ec)?;
+        times.msm_ms = t.elapsed().as_secs_f64() * 1e3;
+        assemble_proof(params, r, s, h, l, a_sum, b1_sum, b2_sum)
+    }
+}
