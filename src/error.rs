@@ -40,25 +40,54 @@ pub enum Status {
 }
 
 impl Status {
-    /// Stable upper-case name, as used in logs and by the Go bindings.
-    pub fn name(self) -> &'static str {
+    /// All statuses, in code order.
+    const ALL: [Status; 15] = [
+        Status::Ok,
+        Status::InvalidArgument,
+        Status::InvalidInput,
+        Status::Unsupported,
+        Status::Params,
+        Status::Proving,
+        Status::VerifyFailed,
+        Status::Cancelled,
+        Status::Timeout,
+        Status::NotFound,
+        Status::NotRunning,
+        Status::ResourceExhausted,
+        Status::Panic,
+        Status::Internal,
+        Status::AlreadyRunning,
+    ];
+
+    /// The status with this code, if any.
+    pub fn from_code(code: i32) -> Option<Status> {
+        Self::ALL.iter().copied().find(|s| *s as i32 == code)
+    }
+
+    /// Stable upper-case name as a C string, as used in logs, the C ABI and the Go bindings.
+    pub fn c_name(self) -> &'static std::ffi::CStr {
         match self {
-            Status::Ok => "OK",
-            Status::InvalidArgument => "INVALID_ARGUMENT",
-            Status::InvalidInput => "INVALID_INPUT",
-            Status::Unsupported => "UNSUPPORTED",
-            Status::Params => "PARAMS",
-            Status::Proving => "PROVING",
-            Status::VerifyFailed => "VERIFY_FAILED",
-            Status::Cancelled => "CANCELLED",
-            Status::Timeout => "TIMEOUT",
-            Status::NotFound => "NOT_FOUND",
-            Status::NotRunning => "NOT_RUNNING",
-            Status::ResourceExhausted => "RESOURCE_EXHAUSTED",
-            Status::Panic => "PANIC",
-            Status::Internal => "INTERNAL",
-            Status::AlreadyRunning => "ALREADY_RUNNING",
+            Status::Ok => c"OK",
+            Status::InvalidArgument => c"INVALID_ARGUMENT",
+            Status::InvalidInput => c"INVALID_INPUT",
+            Status::Unsupported => c"UNSUPPORTED",
+            Status::Params => c"PARAMS",
+            Status::Proving => c"PROVING",
+            Status::VerifyFailed => c"VERIFY_FAILED",
+            Status::Cancelled => c"CANCELLED",
+            Status::Timeout => c"TIMEOUT",
+            Status::NotFound => c"NOT_FOUND",
+            Status::NotRunning => c"NOT_RUNNING",
+            Status::ResourceExhausted => c"RESOURCE_EXHAUSTED",
+            Status::Panic => c"PANIC",
+            Status::Internal => c"INTERNAL",
+            Status::AlreadyRunning => c"ALREADY_RUNNING",
         }
+    }
+
+    /// Stable upper-case name.
+    pub fn name(self) -> &'static str {
+        self.c_name().to_str().expect("ASCII")
     }
 }
 

@@ -108,11 +108,64 @@ enum Cmd {
         #[command(flatten)]
         shape: ShapeArgs,
     },
+    /// filecoin-proofs' own seal_commit_phase2 on a C1 output (the baseline), timed.
+    Baseline {
+        #[arg(long)]
+        c1: PathBuf,
+        #[command(flatten)]
+        id: Identity,
+        #[command(flatten)]
+        shape: ShapeArgs,
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCmd),
     /// Set up the 2KiB fixture, prove it through the engine, verify it, show the timeline.
     Demo {
         #[command(flatten)]
         shape: ShapeArgs,
     },
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// cuzk's C2 against filecoin-proofs' seal_commit_phase2 on the same C1, each in its own
+    /// child process (so peak RSS is each one's own), alternating, in one run.
+    C2 {
+        #[arg(long)]
+        c1: PathBuf,
+        #[command(flatten)]
+        id: Identity,
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// Rounds (each round runs both).
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
+        /// Write the results as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+}
+
+/// Peak resident set size of this process (VmHWM), bytes.
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
+
+/// The machine-readable line `prove` and `baseline` end with.
+fn print_result_line(what: &str, wall_ms: f64, proof_len: usize) {
+    println!("RESULT {what} wall_ms={wall_ms:.1} peak_rss={} proof_bytes={proof_len}", peak_rss());
 }
 
 fn main() -> ExitCode {
@@ -191,8 +244,23 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             std::fs::write(&output, &out.proof)
                 .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", output.display())))?;
             print_report(&out);
+            print_result_line("cuzk", out.wall_ms, out.proof.len());
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Baseline { c1, id, shape, output } => {
+            let bytes = read(&c1)?;
+            let parsed = porep::parse_c1(&bytes)?;
+            fixture::apply_fixture_tables(parsed.c1.registered_proof, shape.shape())?;
+            let t = Instant::now();
+            let proof = fixture::baseline_c2(&serde_json::to_vec(&parsed.c1).expect("serializable"), id.prover_id()?, id.sector_id)?;
+            let wall_ms = t.elapsed().as_secs_f64() * 1e3;
+            if let Some(o) = output {
+                std::fs::write(&o, &proof).map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", o.display())))?;
+            }
+            print_result_line("filecoin-proofs", wall_ms, proof.len());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench(BenchCmd::C2 { c1, id, shape, runs, json }) => bench_c2(&c1, &id, shape, runs, json),
         Cmd::Verify { c1, id, shape, proof } => {
             let bytes = read(&c1)?;
             let proof = read(&proof)?;
@@ -257,4 +325,92 @@ fn demo(params_dir: PathBuf, shape: FixtureShape) -> Result<ExitCode, Error> {
     let valid = fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof)?;
     println!("   verify_seal: {}", if valid { "true" } else { "FALSE" });
     Ok(if valid { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+#[derive(serde::Serialize, Default, Clone)]
+struct Sample {
+    wall_ms: f64,
+    peak_rss: u64,
+}
+
+fn parse_result(stdout: &str) -> Option<Sample> {
+    let line = stdout.lines().rev().find(|l| l.starts_with("RESULT "))?;
+    let field = |k: &str| {
+        line.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
+            .map(str::to_owned)
+    };
+    Some(Sample {
+        wall_ms: field("wall_ms")?.parse().ok()?,
+        peak_rss: field("peak_rss")?.parse().ok()?,
+    })
+}
+
+fn run_child(args: &[String]) -> Result<Sample, Error> {
+    let exe = std::env::current_exe().map_err(|e| Error::internal(format!("current_exe: {e}")))?;
+    let t = Instant::now();
+    let out = std::process::Command::new(exe)
+        .args(args)
+        .output()
+        .map_err(|e| Error::internal(format!("cannot run child: {e}")))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(Error::internal(format!(
+            "child {:?} failed ({}): {}{}",
+            args.first(),
+            out.status,
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let mut s = parse_result(&stdout).ok_or_else(|| Error::internal(format!("no RESULT line in: {stdout}")))?;
+    // Process wall time (includes parameter loading), which is what a caller waits for.
+    s.wall_ms = t.elapsed().as_secs_f64() * 1e3;
+    Ok(s)
+}
+
+fn bench_c2(c1: &PathBuf, id: &Identity, shape: ShapeArgs, runs: usize, json: Option<PathBuf>) -> Result<ExitCode, Error> {
+    let pid = hex::encode(id.prover_id()?);
+    let dir = tempfile::tempdir().map_err(|e| Error::internal(format!("tempdir: {e}")))?;
+    let common = |cmd: &str, out: &str| -> Vec<String> {
+        let mut v: Vec<String> = vec![
+            cmd.into(),
+            "--c1".into(),
+            c1.display().to_string(),
+            "--sector-id".into(),
+            id.sector_id.to_string(),
+            "--prover-id".into(),
+            pid.clone(),
+            "-o".into(),
+            dir.path().join(out).display().to_string(),
+        ];
+        if shape.partitions != 0 {
+            v.extend(["--partitions".into(), shape.partitions.to_string()]);
+        }
+        if shape.layers != 0 {
+            v.extend(["--layers".into(), shape.layers.to_string()]);
+        }
+        v
+    };
+    let (mut ours, mut theirs) = (vec![], vec![]);
+    for round in 0..runs {
+        eprintln!("round {}/{runs}: filecoin-proofs seal_commit_phase2 ...", round + 1);
+        theirs.push(run_child(&common("baseline", "baseline.proof"))?);
+        eprintln!("round {}/{runs}: cuzk ...", round + 1);
+        ours.push(run_child(&common("prove", "cuzk.proof"))?);
+    }
+    let mean = |v: &[Sample]| v.iter().map(|s| s.wall_ms).sum::<f64>() / v.len() as f64;
+    let peak = |v: &[Sample]| v.iter().map(|s| s.peak_rss).max().unwrap_or(0);
+    let (a, b) = (mean(&ours), mean(&theirs));
+    println!("| prover | wall s (mean of {runs}) | peak RSS MiB |");
+    println!("|---|---|---|");
+    println!("| filecoin-proofs seal_commit_phase2 | {:.1} | {} |", b / 1e3, peak(&theirs) >> 20);
+    println!("| cuzk (CPU backend) | {:.1} | {} |", a / 1e3, peak(&ours) >> 20);
+    println!("speed-up (filecoin-proofs wall / cuzk wall): {:.2}x", b / a);
+    if let Some(j) = json {
+        let v = serde_json::json!({"runs": runs, "cuzk": ours, "filecoin_proofs": theirs, "speedup": b / a});
+        std::fs::write(&j, serde_json::to_vec_pretty(&v).expect("json"))
+            .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", j.display())))?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

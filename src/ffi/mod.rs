@@ -1,1 +1,460 @@
+//! The C ABI. Every `extern "C"` function and every raw-pointer cast of the crate lives here.
+//!
+//! Conventions (also in `include/cuzk.h`):
+//! * Inputs are borrowed for the duration of the call only; nothing the caller passes is kept.
+//! * Outputs are written only on success, except `cuzk_error`, which is written on failure
+//!   when the caller passes one.
+//! * Memory returned in `cuzk_bytes` / `cuzk_error` is owned by the caller and must be freed
+//!   with `cuzk_bytes_free` / `cuzk_error_free` (both accept NULL and already-freed values).
+//! * No panic crosses the boundary: it becomes `CUZK_STATUS_PANIC`.
+//! * Every function is thread-safe.
 
+#![allow(non_camel_case_types)]
+
+use std::{
+    ffi::{c_char, c_void, CStr, CString},
+    panic::{catch_unwind, AssertUnwindSafe},
+    path::PathBuf,
+    sync::Arc,
+    time::Duration,
+};
+
+use crate::{
+    engine::{self, Config, JobRequest},
+    error::{Error, Result, Status},
+    porep::FixtureShape,
+    timeline::Event,
+};
+
+/// `partition` value of job-level timeline events.
+pub const CUZK_NO_PARTITION: u32 = crate::timeline::NO_PARTITION;
+
+/// Bytes owned by the caller after a successful call; free with `cuzk_bytes_free`.
+#[repr(C)]
+pub struct cuzk_bytes {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+
+/// An error: its status and a NUL-terminated UTF-8 message owned by the caller (free with
+/// `cuzk_error_free`). Zeroed (`{0, NULL}`) means no error.
+#[repr(C)]
+pub struct cuzk_error {
+    pub status: Status,
+    pub message: *mut c_char,
+}
+
+/// Engine configuration. Initialize with `cuzk_config_default`, then change fields.
+#[repr(C)]
+pub struct cuzk_config {
+    /// `sizeof(cuzk_config)`, set by `cuzk_config_default`; lets the struct grow.
+    pub struct_size: u32,
+    /// Partitions synthesized at once; 0: automatic (one per core, 2 to 16).
+    pub synthesis_workers: u32,
+    /// Memory budget in bytes for resident parameters plus in-flight partitions; 0: 90% of
+    /// the memory available at start.
+    pub memory_budget_bytes: u64,
+    /// Parameter directory (NUL-terminated, copied); NULL: `FIL_PROOFS_PARAMETER_CACHE`, else
+    /// `/var/tmp/filecoin-proof-parameters`.
+    pub params_dir: *const c_char,
+    /// Verify every job's proofs before returning them (default true).
+    pub self_check: bool,
+    /// Write `TIMELINE,...` lines to stderr (default: `CUZK_TIMELINE=1` in the environment).
+    pub timeline_stderr: bool,
+}
+
+/// One asynchronous job. Initialize with `cuzk_job_request_default`, then set the fields.
+#[repr(C)]
+pub struct cuzk_job_request {
+    /// `sizeof(cuzk_job_request)`, set by `cuzk_job_request_default`.
+    pub struct_size: u32,
+    /// Higher runs first (default 0).
+    pub priority: i32,
+    /// C1 output bytes (raw JSON or Commit2In envelope), borrowed for the call only.
+    pub c1_ptr: *const u8,
+    pub c1_len: usize,
+    pub sector_id: u64,
+    pub prover_id: [u8; 32],
+    /// Test fixture shapes only: partition count (0: the proof type's).
+    pub fixture_partitions: u32,
+    /// Test fixture shapes only: layer count (0: the proof type's).
+    pub fixture_layers: u32,
+}
+
+/// A timeline event, valid only during the callback.
+#[repr(C)]
+pub struct cuzk_timeline_event {
+    /// `sizeof(cuzk_timeline_event)`: fields are only appended.
+    pub struct_size: u32,
+    /// Event kind: 0 JOB_QUEUED, 1 SYNTH_START, 2 SYNTH_END, 3 CHAN_SEND, 4 GPU_PICKUP,
+    /// 5 GPU_START, 6 GPU_END, 7 JOB_DONE, 8 JOB_FAILED, 9 JOB_CANCELLED.
+    pub kind: u32,
+    /// Microseconds since engine start (monotonic).
+    pub t_us: u64,
+    pub job_id: u64,
+    /// Partition index; `CUZK_NO_PARTITION` for job-level events.
+    pub partition: u32,
+    /// Synthesis worker (SYNTH_*) or device worker (GPU_*) index.
+    pub worker: u32,
+    /// Bytes reserved (SYNTH_START), milliseconds (SYNTH_END, GPU_END, JOB_*), partitions
+    /// (JOB_QUEUED), else 0.
+    pub value: u64,
+    /// NUL-terminated detail text (device name, error), borrowed for the callback only.
+    pub detail: *const c_char,
+}
+
+/// Timeline callback: `userdata` first. Called from engine worker threads, possibly from
+/// several at once; must not block and must not call back into cuzk's engine functions.
+pub type cuzk_timeline_cb = Option<unsafe extern "C" fn(userdata: *mut c_void, ev: *const cuzk_timeline_event)>;
+
+fn write_error(err_out: *mut cuzk_error, e: &Error) {
+    if err_out.is_null() {
+        return;
+    }
+    let msg = CString::new(e.message.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: the caller passes a valid, writable cuzk_error (documented); NULL checked above.
+    unsafe {
+        *err_out = cuzk_error {
+            status: e.status,
+            message: msg.into_raw(),
+        };
+    }
+}
+
+/// Runs `f` behind the panic boundary; writes `err_out` on failure.
+fn boundary(err_out: *mut cuzk_error, f: impl FnOnce() -> Result<()>) -> Status {
+    let res = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(Error::new(Status::Panic, format!("Rust panic: {msg}")))
+    });
+    match res {
+        Ok(()) => Status::Ok,
+        Err(e) => {
+            write_error(err_out, &e);
+            e.status
+        }
+    }
+}
+
+fn bytes_in<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
+    if ptr.is_null() {
+        return Err(Error::invalid_argument(format!("{what} is NULL")));
+    }
+    // SAFETY: the caller guarantees `ptr` points to `len` readable bytes for the call.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+fn write_bytes(out: *mut cuzk_bytes, data: Vec<u8>) {
+    let boxed = data.into_boxed_slice();
+    let len = boxed.len();
+    let ptr = Box::into_raw(boxed) as *mut u8;
+    // SAFETY: `out` was checked non-NULL by the caller of this helper.
+    unsafe { *out = cuzk_bytes { ptr, len } };
+}
+
+fn config_from(cfg: *const cuzk_config) -> Result<Config> {
+    if cfg.is_null() {
+        return Ok(Config::default());
+    }
+    // SAFETY: non-NULL, points to a cuzk_config initialized by cuzk_config_default (documented).
+    let c = unsafe { &*cfg };
+    if c.struct_size as usize != std::mem::size_of::<cuzk_config>() {
+        return Err(Error::invalid_argument(format!(
+            "cuzk_config.struct_size is {}, expected {}: initialize it with cuzk_config_default",
+            c.struct_size,
+            std::mem::size_of::<cuzk_config>()
+        )));
+    }
+    let params_dir = if c.params_dir.is_null() {
+        PathBuf::new()
+    } else {
+        // SAFETY: non-NULL, NUL-terminated string (documented).
+        let s = unsafe { CStr::from_ptr(c.params_dir) };
+        PathBuf::from(
+            s.to_str()
+                .map_err(|_| Error::invalid_argument("params_dir is not UTF-8"))?,
+        )
+    };
+    Ok(Config {
+        synthesis_workers: c.synthesis_workers as usize,
+        memory_budget: c.memory_budget_bytes,
+        params_dir,
+        self_check: c.self_check,
+        timeline_stderr: c.timeline_stderr,
+    })
+}
+
+fn running() -> Result<Arc<engine::Engine>> {
+    engine::global().ok_or_else(|| Error::new(Status::NotRunning, "the engine is not running (call cuzk_engine_start)"))
+}
+
+/// Fills `*out` with the default configuration. NULL is ignored.
+#[no_mangle]
+pub extern "C" fn cuzk_config_default(out: *mut cuzk_config) {
+    if out.is_null() {
+        return;
+    }
+    let d = Config::default();
+    // SAFETY: non-NULL and writable (documented).
+    unsafe {
+        *out = cuzk_config {
+            struct_size: std::mem::size_of::<cuzk_config>() as u32,
+            synthesis_workers: 0,
+            memory_budget_bytes: 0,
+            params_dir: std::ptr::null(),
+            self_check: d.self_check,
+            timeline_stderr: d.timeline_stderr,
+        }
+    }
+}
+
+/// Fills `*out` with an empty request (priority 0, real shape). NULL is ignored.
+#[no_mangle]
+pub extern "C" fn cuzk_job_request_default(out: *mut cuzk_job_request) {
+    if out.is_null() {
+        return;
+    }
+    // SAFETY: non-NULL and writable (documented).
+    unsafe {
+        *out = cuzk_job_request {
+            struct_size: std::mem::size_of::<cuzk_job_request>() as u32,
+            priority: 0,
+            c1_ptr: std::ptr::null(),
+            c1_len: 0,
+            sector_id: 0,
+            prover_id: [0; 32],
+            fixture_partitions: 0,
+            fixture_layers: 0,
+        }
+    }
+}
+
+/// Starts the process-wide engine. `cfg` NULL means defaults. Starting again with the same
+/// configuration is OK; with another, `CUZK_STATUS_ALREADY_RUNNING`.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_start(cfg: *const cuzk_config, err_out: *mut cuzk_error) -> Status {
+    boundary(err_out, || {
+        engine::start_global(config_from(cfg)?)?;
+        Ok(())
+    })
+}
+
+/// Shuts the engine down: queued jobs end with `CUZK_STATUS_NOT_RUNNING`, running partitions
+/// finish, threads are joined. Idempotent; blocks until the workers have stopped.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_shutdown() -> Status {
+    boundary(std::ptr::null_mut(), || {
+        engine::shutdown_global();
+        Ok(())
+    })
+}
+
+/// Drop-in for filecoin-ffi's `seal_commit_phase2`: proves a C1 output for `sector_id` and the
+/// 32-byte `prover_id`, blocking until done, and writes `partitions × 192` proof bytes to
+/// `*proof_out`. The proof has passed the self-check unless the engine was started with
+/// `self_check = false`. Starts the engine with defaults if it is not running.
+#[no_mangle]
+pub extern "C" fn cuzk_seal_commit_phase2(
+    c1_ptr: *const u8,
+    c1_len: usize,
+    sector_id: u64,
+    prover_id: *const [u8; 32],
+    proof_out: *mut cuzk_bytes,
+    err_out: *mut cuzk_error,
+) -> Status {
+    boundary(err_out, || {
+        let c1 = bytes_in(c1_ptr, c1_len, "c1")?.to_vec();
+        if prover_id.is_null() {
+            return Err(Error::invalid_argument("prover_id is NULL"));
+        }
+        if proof_out.is_null() {
+            return Err(Error::invalid_argument("proof_out is NULL"));
+        }
+        // SAFETY: non-NULL, 32 readable bytes (documented).
+        let prover_id = unsafe { *prover_id };
+        let engine = engine::global_or_default()?;
+        let out = engine.prove(JobRequest {
+            c1,
+            sector_id,
+            prover_id,
+            priority: 0,
+            fixture: FixtureShape::default(),
+        })?;
+        write_bytes(proof_out, out.proof);
+        Ok(())
+    })
+}
+
+/// Validates a job and queues it; writes its id to `*job_id_out`. Validation errors (bad JSON,
+/// wrong shape, prover id / sector id not matching the C1 output) are returned here.
+#[no_mangle]
+pub extern "C" fn cuzk_submit(
+    req: *const cuzk_job_request,
+    job_id_out: *mut u64,
+    err_out: *mut cuzk_error,
+) -> Status {
+    boundary(err_out, || {
+        if req.is_null() || job_id_out.is_null() {
+            return Err(Error::invalid_argument("req or job_id_out is NULL"));
+        }
+        // SAFETY: non-NULL, initialized by cuzk_job_request_default (documented).
+        let r = unsafe { &*req };
+        if r.struct_size as usize != std::mem::size_of::<cuzk_job_request>() {
+            return Err(Error::invalid_argument(
+                "cuzk_job_request.struct_size mismatch: initialize it with cuzk_job_request_default",
+            ));
+        }
+        let c1 = bytes_in(r.c1_ptr, r.c1_len, "c1_ptr")?.to_vec();
+        let id = running()?.submit(JobRequest {
+            c1,
+            sector_id: r.sector_id,
+            prover_id: r.prover_id,
+            priority: r.priority,
+            fixture: FixtureShape {
+                partitions: r.fixture_partitions as usize,
+                layers: r.fixture_layers as usize,
+            },
+        })?;
+        // SAFETY: non-NULL (checked).
+        unsafe { *job_id_out = id };
+        Ok(())
+    })
+}
+
+/// Waits for a job up to `timeout_ms` (negative: forever). On success writes the proof bytes.
+/// `CUZK_STATUS_TIMEOUT` leaves the job running (await again); any other result ends the job
+/// (a later await answers `CUZK_STATUS_NOT_FOUND`).
+#[no_mangle]
+pub extern "C" fn cuzk_await(
+    job_id: u64,
+    timeout_ms: i64,
+    proof_out: *mut cuzk_bytes,
+    err_out: *mut cuzk_error,
+) -> Status {
+    boundary(err_out, || {
+        if proof_out.is_null() {
+            return Err(Error::invalid_argument("proof_out is NULL"));
+        }
+        let timeout = (timeout_ms >= 0).then(|| Duration::from_millis(timeout_ms as u64));
+        let out = running()?.await_job(job_id, timeout)?;
+        write_bytes(proof_out, out.proof);
+        Ok(())
+    })
+}
+
+/// Cancels a job: its queued partitions are dropped, running ones abandoned, its memory freed;
+/// a pending or later await answers `CUZK_STATUS_CANCELLED`. No effect on a finished job.
+#[no_mangle]
+pub extern "C" fn cuzk_cancel(job_id: u64, err_out: *mut cuzk_error) -> Status {
+    boundary(err_out, || running()?.cancel(job_id))
+}
+
+struct CallbackPtr {
+    cb: unsafe extern "C" fn(*mut c_void, *const cuzk_timeline_event),
+    userdata: *mut c_void,
+}
+// SAFETY: the header requires the callback and its userdata to be usable from any thread.
+unsafe impl Send for CallbackPtr {}
+unsafe impl Sync for CallbackPtr {}
+
+/// Registers a timeline callback on the running engine; writes a handle for
+/// `cuzk_timeline_unregister`. `cb` and `userdata` must stay valid until unregistered.
+#[no_mangle]
+pub extern "C" fn cuzk_timeline_register(
+    cb: cuzk_timeline_cb,
+    userdata: *mut c_void,
+    handle_out: *mut u64,
+    err_out: *mut cuzk_error,
+) -> Status {
+    boundary(err_out, || {
+        let cb = cb.ok_or_else(|| Error::invalid_argument("cb is NULL"))?;
+        if handle_out.is_null() {
+            return Err(Error::invalid_argument("handle_out is NULL"));
+        }
+        let ptr = CallbackPtr { cb, userdata };
+        let sink = Arc::new(move |ev: &Event| {
+            let detail = CString::new(ev.detail.replace('\0', " ")).unwrap_or_default();
+            let c = cuzk_timeline_event {
+                struct_size: std::mem::size_of::<cuzk_timeline_event>() as u32,
+                kind: ev.kind as u32,
+                t_us: ev.t_us,
+                job_id: ev.job,
+                partition: ev.partition,
+                worker: ev.worker,
+                value: ev.value,
+                detail: detail.as_ptr(),
+            };
+            let p = &ptr;
+            // A panic cannot come from C; a C++ exception must not be thrown by the callback.
+            // SAFETY: the callback contract is documented in the header.
+            unsafe { (p.cb)(p.userdata, &c) };
+        });
+        let id = running()?.add_timeline_sink(sink);
+        // SAFETY: non-NULL (checked).
+        unsafe { *handle_out = id };
+        Ok(())
+    })
+}
+
+/// Unregisters a timeline callback. When this returns, the callback is not running and will
+/// never be called again. Unknown handles (or no engine) are not an error.
+#[no_mangle]
+pub extern "C" fn cuzk_timeline_unregister(handle: u64) -> Status {
+    boundary(std::ptr::null_mut(), || {
+        if let Some(e) = engine::global() {
+            e.remove_timeline_sink(handle);
+        }
+        Ok(())
+    })
+}
+
+/// Frees bytes returned by cuzk and zeroes `*b`. NULL and zeroed values are fine; freeing
+/// twice through the same `cuzk_bytes` is therefore harmless.
+#[no_mangle]
+pub extern "C" fn cuzk_bytes_free(b: *mut cuzk_bytes) {
+    if b.is_null() {
+        return;
+    }
+    // SAFETY: non-NULL; ptr/len came from write_bytes (Box<[u8]>) or are zero.
+    unsafe {
+        let v = &mut *b;
+        if !v.ptr.is_null() {
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(v.ptr, v.len)));
+        }
+        v.ptr = std::ptr::null_mut();
+        v.len = 0;
+    }
+}
+
+/// Frees an error's message and zeroes `*e`. NULL and zeroed values are fine.
+#[no_mangle]
+pub extern "C" fn cuzk_error_free(e: *mut cuzk_error) {
+    if e.is_null() {
+        return;
+    }
+    // SAFETY: non-NULL; message came from CString::into_raw or is NULL.
+    unsafe {
+        let v = &mut *e;
+        if !v.message.is_null() {
+            drop(CString::from_raw(v.message));
+        }
+        v.message = std::ptr::null_mut();
+        v.status = Status::Ok;
+    }
+}
+
+/// Static name of a status ("OK", "INVALID_INPUT", ...); "UNKNOWN" for other values.
+#[no_mangle]
+pub extern "C" fn cuzk_status_name(status: i32) -> *const c_char {
+    Status::from_code(status).map_or(c"UNKNOWN", Status::c_name).as_ptr()
+}
+
+/// Static version string of the library ("0.1.0").
+#[no_mangle]
+pub extern "C" fn cuzk_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}

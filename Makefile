@@ -1,0 +1,54 @@
+# cuzk: the two commands a newcomer needs are `make demo` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+CARGO ?= cargo
+TARGET := target/release
+CUZK := $(TARGET)/cuzk
+PARAMS ?= $(or $(FIL_PROOFS_PARAMETER_CACHE),/var/tmp/filecoin-proof-parameters)
+export FIL_PROOFS_PARAMETER_CACHE := $(PARAMS)
+CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -Iinclude
+CBUILD := tests/c/build
+
+.PHONY: all build demo test fixtures header header-check test-rust test-c clean
+
+all: build
+
+build:
+	$(CARGO) build --release --locked
+
+## Seal a small real sector, prove it through the engine, verify it, show the timeline.
+demo: build
+	$(CUZK) demo
+
+## Test fixtures: random Groth16 params (cached in $(PARAMS)) and sealed 2KiB C1 outputs.
+fixtures: build
+	$(CUZK) setup --sector-size 2KiB
+	$(CUZK) setup --sector-size 2KiB --partitions 10
+
+header:
+	scripts/gen-header.sh
+
+header-check:
+	scripts/gen-header.sh --check
+
+test-rust: fixtures
+	$(CARGO) test --release --locked
+
+FIXTURE_C1 = $(PARAMS)/cuzk-fixtures/2KiB.c1.json
+
+test-c: build fixtures
+	mkdir -p $(CBUILD)
+	$(CC) $(CFLAGS_TEST) -O1 -o $(CBUILD)/test_ffi tests/c/test_ffi.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
+	$(CC) $(CFLAGS_TEST) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -o $(CBUILD)/test_ffi_asan tests/c/test_ffi.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
+	CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
+	  CUZK_TEST_PROOF_OUT=$(CBUILD)/dropin.proof $(CBUILD)/test_ffi full
+	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/dropin.proof
+	ASAN_OPTIONS=detect_leaks=1 CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
+	  CUZK_TEST_PARAMS=$(PARAMS) $(CBUILD)/test_ffi_asan errors
+
+## Everything CI runs.
+test: header-check test-rust test-c
+
+clean:
+	$(CARGO) clean
+	rm -rf $(CBUILD)

@@ -1,0 +1,192 @@
+/*
+ * C ABI tests: the drop-in and the async API, including bad inputs.
+ *
+ * Environment: CUZK_TEST_C1 (path of a 2KiB C1 output JSON), CUZK_TEST_SECTOR,
+ * CUZK_TEST_MINER, optional CUZK_TEST_PARAMS (parameter directory), CUZK_TEST_PROOF_OUT (where
+ * the drop-in's proof is written, for verification by `cuzk verify`).
+ * Argument: "full" also proves the fixture through the drop-in; "errors" only checks errors
+ * and cancellation (used by the AddressSanitizer build, to keep it short).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuzk.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (cond) {                                                                \
+      passed++;                                                                \
+    } else {                                                                   \
+      failed++;                                                                \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, "\n");                                                   \
+    }                                                                          \
+  } while (0)
+
+/* Checks a status and that the error carries it and a non-empty message, then frees it. */
+static void expect(cuzk_status got, cuzk_status want, cuzk_error *err, const char *what) {
+  CHECK(got == want, "%s: status %s, want %s (%s)", what, cuzk_status_name(got),
+        cuzk_status_name(want), err->message ? err->message : "");
+  if (want != CUZK_STATUS_OK) {
+    CHECK(err->status == want, "%s: error struct has status %d", what, (int)err->status);
+    CHECK(err->message != NULL && strlen(err->message) > 0, "%s: empty message", what);
+  }
+  cuzk_error_free(err);
+  CHECK(err->message == NULL && err->status == CUZK_STATUS_OK, "%s: error_free must zero", what);
+  cuzk_error_free(err); /* twice is harmless */
+}
+
+static unsigned char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *buf = malloc((size_t)n);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+static void prover_id_from_miner(uint64_t miner, uint8_t out[32]) {
+  memset(out, 0, 32);
+  int i = 0;
+  do {
+    uint8_t b = miner & 0x7f;
+    miner >>= 7;
+    out[i++] = miner ? (uint8_t)(b | 0x80) : b;
+  } while (miner);
+}
+
+struct counts {
+  int events;
+};
+
+static void on_event(void *userdata, const cuzk_timeline_event *ev) {
+  struct counts *c = userdata;
+  if (ev->struct_size >= sizeof(cuzk_timeline_event) && ev->detail != NULL) c->events++;
+}
+
+int main(int argc, char **argv) {
+  int full = argc > 1 && strcmp(argv[1], "full") == 0;
+  const char *c1_path = getenv("CUZK_TEST_C1");
+  const char *sector_s = getenv("CUZK_TEST_SECTOR");
+  const char *miner_s = getenv("CUZK_TEST_MINER");
+  if (!c1_path || !sector_s || !miner_s) {
+    fprintf(stderr, "set CUZK_TEST_C1, CUZK_TEST_SECTOR, CUZK_TEST_MINER\n");
+    return 2;
+  }
+  size_t c1_len = 0;
+  unsigned char *c1 = read_file(c1_path, &c1_len);
+  if (!c1) {
+    fprintf(stderr, "cannot read %s\n", c1_path);
+    return 2;
+  }
+  uint64_t sector = strtoull(sector_s, NULL, 10);
+  uint8_t prover[32], wrong_prover[32];
+  prover_id_from_miner(strtoull(miner_s, NULL, 10), prover);
+  prover_id_from_miner(strtoull(miner_s, NULL, 10) + 1, wrong_prover);
+
+  cuzk_error err = {0};
+  cuzk_bytes proof = {0};
+  uint64_t job = 0;
+
+  CHECK(strcmp(cuzk_version(), "") != 0, "empty version");
+  CHECK(strcmp(cuzk_status_name(CUZK_STATUS_OK), "OK") == 0, "status name");
+  CHECK(strcmp(cuzk_status_name(CUZK_STATUS_INVALID_INPUT), "INVALID_INPUT") == 0, "status name");
+  CHECK(strcmp(cuzk_status_name(12345), "UNKNOWN") == 0, "unknown status name");
+
+  /* Nothing runs yet. */
+  cuzk_job_request req;
+  cuzk_job_request_default(&req);
+  req.c1_ptr = c1;
+  req.c1_len = c1_len;
+  req.sector_id = sector;
+  memcpy(req.prover_id, prover, 32);
+  expect(cuzk_submit(&req, &job, &err), CUZK_STATUS_NOT_RUNNING, &err, "submit before start");
+  expect(cuzk_await(1, 0, &proof, &err), CUZK_STATUS_NOT_RUNNING, &err, "await before start");
+
+  /* Start. */
+  cuzk_config cfg;
+  cuzk_config_default(&cfg);
+  CHECK(cfg.struct_size == sizeof(cuzk_config) && cfg.self_check, "config defaults");
+  cfg.params_dir = getenv("CUZK_TEST_PARAMS");
+  cuzk_config bad = cfg;
+  bad.struct_size = 3;
+  expect(cuzk_engine_start(&bad, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "bad struct_size");
+  expect(cuzk_engine_start(&cfg, &err), CUZK_STATUS_OK, &err, "start");
+  expect(cuzk_engine_start(&cfg, &err), CUZK_STATUS_OK, &err, "start again, same config");
+  cuzk_config other = cfg;
+  other.self_check = false;
+  expect(cuzk_engine_start(&other, &err), CUZK_STATUS_ALREADY_RUNNING, &err, "start with another config");
+
+  struct counts counts = {0};
+  uint64_t handle = 0;
+  expect(cuzk_timeline_register(NULL, NULL, &handle, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "NULL callback");
+  expect(cuzk_timeline_register(on_event, &counts, &handle, &err), CUZK_STATUS_OK, &err, "register");
+
+  /* Drop-in, bad inputs. */
+  const char *garbage = "{\"registered_proof\": 17, \"vanilla_proofs\": [";
+  expect(cuzk_seal_commit_phase2(NULL, 10, sector, &prover, &proof, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "NULL c1");
+  expect(cuzk_seal_commit_phase2(c1, c1_len, sector, NULL, &proof, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "NULL prover id");
+  expect(cuzk_seal_commit_phase2(c1, c1_len, sector, &prover, NULL, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "NULL proof_out");
+  expect(cuzk_seal_commit_phase2((const uint8_t *)garbage, strlen(garbage), sector, &prover, &proof, &err),
+         CUZK_STATUS_INVALID_INPUT, &err, "garbage JSON");
+  expect(cuzk_seal_commit_phase2(c1, c1_len / 3, sector, &prover, &proof, &err), CUZK_STATUS_INVALID_INPUT, &err, "truncated JSON");
+  expect(cuzk_seal_commit_phase2(c1, c1_len, sector, &wrong_prover, &proof, &err), CUZK_STATUS_INVALID_INPUT, &err, "wrong prover id");
+  expect(cuzk_seal_commit_phase2(c1, c1_len, sector + 1, &prover, &proof, &err), CUZK_STATUS_INVALID_INPUT, &err, "wrong sector id");
+  CHECK(cuzk_seal_commit_phase2(c1, 0, sector, &prover, &proof, NULL) == CUZK_STATUS_INVALID_INPUT, "NULL err_out is allowed");
+  CHECK(proof.ptr == NULL && proof.len == 0, "no output written on failure");
+
+  /* Async: bad request, cancel, unknown ids. */
+  expect(cuzk_submit(NULL, &job, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "NULL request");
+  cuzk_job_request bad_req = req;
+  bad_req.struct_size = 1;
+  expect(cuzk_submit(&bad_req, &job, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "request struct_size");
+  bad_req = req;
+  bad_req.fixture_partitions = 1000;
+  expect(cuzk_submit(&bad_req, &job, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "fixture shape out of range");
+  expect(cuzk_submit(&req, &job, &err), CUZK_STATUS_OK, &err, "submit");
+  expect(cuzk_cancel(job, &err), CUZK_STATUS_OK, &err, "cancel");
+  expect(cuzk_await(job, -1, &proof, &err), CUZK_STATUS_CANCELLED, &err, "await cancelled");
+  expect(cuzk_await(job, -1, &proof, &err), CUZK_STATUS_NOT_FOUND, &err, "await twice");
+  expect(cuzk_cancel(987654, &err), CUZK_STATUS_NOT_FOUND, &err, "cancel unknown");
+  expect(cuzk_await(job, 0, NULL, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "await NULL out");
+
+  if (full) {
+    /* Drop-in, valid: the proof is written for `cuzk verify` to check with filecoin-proofs. */
+    expect(cuzk_seal_commit_phase2(c1, c1_len, sector, &prover, &proof, &err), CUZK_STATUS_OK, &err, "drop-in prove");
+    CHECK(proof.ptr != NULL && proof.len == CUZK_PROOF_BYTES, "proof is %zu bytes", proof.len);
+    const char *out = getenv("CUZK_TEST_PROOF_OUT");
+    if (out && proof.ptr) {
+      FILE *f = fopen(out, "wb");
+      CHECK(f && fwrite(proof.ptr, 1, proof.len, f) == proof.len, "write %s", out);
+      if (f) fclose(f);
+    }
+    cuzk_bytes_free(&proof);
+    CHECK(proof.ptr == NULL && proof.len == 0, "bytes_free must zero");
+    cuzk_bytes_free(&proof); /* twice is harmless */
+    CHECK(counts.events >= 7, "timeline events seen: %d", counts.events);
+  }
+  cuzk_bytes_free(NULL);
+  cuzk_error_free(NULL);
+
+  CHECK(cuzk_timeline_unregister(handle) == CUZK_STATUS_OK, "unregister");
+  int seen = counts.events;
+  CHECK(cuzk_engine_shutdown() == CUZK_STATUS_OK, "shutdown");
+  CHECK(cuzk_engine_shutdown() == CUZK_STATUS_OK, "shutdown twice");
+  CHECK(counts.events == seen, "no callback after unregister");
+  expect(cuzk_submit(&req, &job, &err), CUZK_STATUS_NOT_RUNNING, &err, "submit after shutdown");
+
+  free(c1);
+  printf("c-ffi (%s): %d passed, %d failed\n", full ? "full" : "errors", passed, failed);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,165 @@
+//! End to end on a real 2KiB V1_1 sector: seal → C1 → cuzk C2 → filecoin-proofs verify_seal,
+//! plus every kind of bad input the engine must refuse without crashing.
+
+mod common;
+
+use std::time::Duration;
+
+use cuzk::{
+    engine::{Config, Engine, JobRequest},
+    fixture,
+    porep::{self, FixtureShape},
+    Status,
+};
+
+fn engine(cfg: Config) -> Engine {
+    Engine::start(Config {
+        params_dir: common::params_dir(),
+        ..cfg
+    })
+    .unwrap()
+}
+
+fn req(c1: &[u8], sector_id: u64, prover_id: [u8; 32]) -> JobRequest {
+    JobRequest {
+        c1: c1.to_vec(),
+        sector_id,
+        prover_id,
+        priority: 0,
+        fixture: FixtureShape::default(),
+    }
+}
+
+#[test]
+fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let e = engine(Config::default());
+    // A job cancelled while queued ends CANCELLED and does not disturb the next one.
+    let doomed = e.submit(req(&c1, spec.sector_id, spec.prover_id())).unwrap();
+    e.cancel(doomed).unwrap();
+    let err = e.await_job(doomed, None).unwrap_err();
+    assert_eq!(err.status, Status::Cancelled, "{err}");
+    assert_eq!(e.await_job(doomed, None).unwrap_err().status, Status::NotFound);
+
+    let id = e.submit(req(&c1, spec.sector_id, spec.prover_id())).unwrap();
+    // A short wait times out and leaves the job running.
+    assert_eq!(e.await_job(id, Some(Duration::from_millis(1))).unwrap_err().status, Status::Timeout);
+    let out = e.await_job(id, None).unwrap();
+    assert_eq!(out.proof.len(), 192);
+    assert!(out.verified, "self-check must have run");
+    assert_eq!(out.partitions.len(), 1);
+    assert!(out.partitions[0].synth_ms > 0.0 && out.partitions[0].prove_ms > 0.0);
+
+    assert!(fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof).unwrap());
+    // The same proof for another sector, or another miner, is rejected.
+    assert!(!fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id + 1, &out.proof).unwrap());
+    assert!(!fixture::verify_with_filecoin_proofs(&c1, porep::prover_id_from_miner(1001), spec.sector_id, &out.proof).unwrap());
+    // A corrupted proof is rejected (an invalid point is an error, a valid one a false).
+    for i in [0usize, 50, 100, 150, 191] {
+        let mut bad = out.proof.clone();
+        bad[i] ^= 0x01;
+        let v = fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &bad);
+        assert!(!matches!(v, Ok(true)), "corrupted byte {i} accepted");
+    }
+    let st = e.status();
+    assert_eq!((st.completed, st.cancelled, st.failed), (1, 1, 0));
+    assert_eq!(st.memory_reserved, st.resident_params.len() as u64 * std::fs::metadata(porep::params_path(&common::params_dir(), &st.resident_params[0])).unwrap().len());
+    e.shutdown();
+    e.shutdown();
+    assert_eq!(e.submit(req(&c1, spec.sector_id, spec.prover_id())).unwrap_err().status, Status::NotRunning);
+}
+
+fn edit_json(c1: &[u8], f: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_slice(c1).unwrap();
+    f(&mut v);
+    serde_json::to_vec(&v).unwrap()
+}
+
+#[test]
+fn bad_inputs_fail_with_clear_errors() {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let e = engine(Config::default());
+    let pid = spec.prover_id();
+    let sid = spec.sector_id;
+    let check = |bytes: &[u8], sector: u64, prover: [u8; 32], status: Status, needle: &str| {
+        let err = e.submit(req(bytes, sector, prover)).unwrap_err();
+        assert_eq!(err.status, status, "{err}");
+        assert!(err.message.contains(needle), "{needle:?} not in {err}");
+    };
+    check(b"", sid, pid, Status::InvalidInput, "empty");
+    check(b"not json", sid, pid, Status::InvalidInput, "JSON");
+    check(&c1[..c1.len() / 2], sid, pid, Status::InvalidInput, "JSON");
+    check(&c1, sid, porep::prover_id_from_miner(1001), Status::InvalidInput, "replica id");
+    check(&c1, sid + 1, pid, Status::InvalidInput, "replica id");
+    let bad = edit_json(&c1, |v| v["registered_proof"] = "StackedDrg2KiBV1_2_Feat_NonInteractivePoRep".into());
+    check(&bad, sid, pid, Status::Unsupported, "non-interactive");
+    let bad = edit_json(&c1, |v| v["registered_proof"] = "StackedDrg8MiBV1_1".into());
+    check(&bad, sid, pid, Status::InvalidInput, "2KiB");
+    let bad = edit_json(&c1, |v| v["registered_proof"] = "StackedDrg2KiBV9".into());
+    check(&bad, sid, pid, Status::InvalidInput, "JSON");
+    let bad = edit_json(&c1, |v| {
+        let p = v["vanilla_proofs"]["StackedDrg2KiBV1"][0].clone();
+        v["vanilla_proofs"]["StackedDrg2KiBV1"].as_array_mut().unwrap().push(p);
+    });
+    check(&bad, sid, pid, Status::InvalidInput, "2 partitions");
+    let bad = edit_json(&c1, |v| {
+        v["vanilla_proofs"]["StackedDrg2KiBV1"][0].as_array_mut().unwrap().pop();
+    });
+    check(&bad, sid, pid, Status::InvalidInput, "challenge proofs");
+    let bad = edit_json(&c1, |v| v["seed"] = serde_json::json!([0; 32]));
+    check(&bad, sid, pid, Status::InvalidInput, "seed");
+    let bad = edit_json(&c1, |v| v["comm_r"] = serde_json::json!([0; 32]));
+    check(&bad, sid, pid, Status::InvalidInput, "comm_r");
+    let bad = edit_json(&c1, |v| v["comm_r"][3] = 99.into());
+    check(&bad, sid, pid, Status::InvalidInput, "vanilla proofs do not verify");
+    let bad = edit_json(&c1, |v| v["seed"][0] = 1.into());
+    check(&bad, sid, pid, Status::InvalidInput, "vanilla proofs do not verify");
+    let bad = edit_json(&c1, |v| {
+        let lp = &mut v["vanilla_proofs"]["StackedDrg2KiBV1"][0][0]["labeling_proofs"];
+        lp.as_array_mut().unwrap().pop();
+    });
+    check(&bad, sid, pid, Status::InvalidInput, "layers");
+    let bad = edit_json(&c1, |v| {
+        v["vanilla_proofs"]["StackedDrg2KiBV1"][0][0]["comm_d_proofs"] = serde_json::json!({"data": 5});
+    });
+    check(&bad, sid, pid, Status::InvalidInput, "JSON");
+    // Fixture shapes are refused for production sector sizes and out of range.
+    let mut r = req(&c1, sid, pid);
+    r.fixture = FixtureShape { partitions: 200, layers: 0 };
+    assert_eq!(e.submit(r).unwrap_err().status, Status::InvalidArgument);
+    // A job whose working set cannot fit the budget fails alone, with a clear error.
+    let small = engine(Config { memory_budget: 64 << 20, ..Config::default() });
+    let id = small.submit(req(&c1, sid, pid)).unwrap();
+    let err = small.await_job(id, None).unwrap_err();
+    assert_eq!(err.status, Status::ResourceExhausted, "{err}");
+    // Unknown jobs.
+    assert_eq!(e.await_job(9999, None).unwrap_err().status, Status::NotFound);
+    assert_eq!(e.cancel(9999).unwrap_err().status, Status::NotFound);
+}
+
+#[test]
+fn commit2in_envelope_is_the_same_job() {
+    use base64::Engine as _;
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let env = serde_json::json!({
+        "SectorNum": spec.sector_id,
+        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(&c1),
+        "SectorSize": 2048,
+    });
+    let bytes = serde_json::to_vec(&env).unwrap();
+    let a = porep::parse_c1(&bytes).unwrap();
+    let b = porep::parse_c1(&c1).unwrap();
+    assert_eq!(a.envelope_sector, Some(spec.sector_id));
+    assert_eq!(serde_json::to_vec(&a.c1).unwrap(), serde_json::to_vec(&b.c1).unwrap());
+    let e = engine(Config::default());
+    let err = e.submit(req(&bytes, spec.sector_id + 5, spec.prover_id())).unwrap_err();
+    assert!(err.message.contains("SectorNum"), "{err}");
+    let mut wrong = env.clone();
+    wrong["SectorSize"] = 8388608.into();
+    let err = e.submit(req(&serde_json::to_vec(&wrong).unwrap(), spec.sector_id, spec.prover_id())).unwrap_err();
+    assert!(err.message.contains("SectorSize"), "{err}");
+    // Valid envelope: accepted, then cancelled (the proof itself is covered above).
+    let id = e.submit(req(&bytes, spec.sector_id, spec.prover_id())).unwrap();
+    e.cancel(id).unwrap();
+    assert_eq!(e.await_job(id, None).unwrap_err().status, Status::Cancelled);
+}
