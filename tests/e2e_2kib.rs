@@ -106,9 +106,9 @@ fn bad_inputs_fail_with_clear_errors() {
         v["vanilla_proofs"]["StackedDrg2KiBV1"][0].as_array_mut().unwrap().pop();
     });
     check(&bad, sid, pid, Status::InvalidInput, "challenge proofs");
-    let bad = edit_json(&c1, |v| v["seed"] = serde_json::json!([0; 32]));
+    let bad = edit_json(&c1, |v| v["seed"] = serde_json::json!(vec![0u8; 32]));
     check(&bad, sid, pid, Status::InvalidInput, "seed");
-    let bad = edit_json(&c1, |v| v["comm_r"] = serde_json::json!([0; 32]));
+    let bad = edit_json(&c1, |v| v["comm_r"] = serde_json::json!(vec![0u8; 32]));
     check(&bad, sid, pid, Status::InvalidInput, "comm_r");
     let bad = edit_json(&c1, |v| v["comm_r"][3] = 99.into());
     check(&bad, sid, pid, Status::InvalidInput, "vanilla proofs do not verify");

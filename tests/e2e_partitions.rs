@@ -1,0 +1,110 @@
+//! Multi-partition fixture (2KiB sector with 2 partitions of one challenge each, the shape
+//! family of the 10-partition fixture) end to end, per-partition pipelining, the timeline's
+//! event order, and a failing job that fails alone.
+//!
+//! Fewer than 10 partitions keeps CI within its time; the 10-partition fixture is proved by
+//! `make test-c`'s neighbour `cuzk bench c2` (BENCHMARKS.md) and uses the same parameters.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use cuzk::{
+    engine::{Config, Engine, JobRequest},
+    fixture,
+    porep::{self, FixtureShape},
+    timeline::{Event, EventKind, NO_PARTITION},
+    Status,
+};
+
+#[test]
+fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
+    // The real 2KiB fixture first (filecoin-proofs' tables untouched), then the 2-partition one
+    // (which edits them in this process).
+    let (real_spec, _, real_c1) = common::fixture(FixtureShape::default());
+    let shape = FixtureShape { partitions: 2, layers: 0 };
+    let (spec, rep, c1) = common::fixture(shape);
+
+    // A parameter directory holding only the fixture shape's files: the real 2KiB job, whose
+    // parameters are missing there, must fail alone.
+    let dir = tempfile::tempdir().unwrap();
+    for p in [porep::params_path(&common::params_dir(), &rep.params_id), porep::vk_path(&common::params_dir(), &rep.params_id)] {
+        std::os::unix::fs::symlink(&p, dir.path().join(p.file_name().unwrap())).unwrap();
+    }
+    let budget = 6u64 << 30;
+    let engine = Engine::start(Config {
+        params_dir: dir.path().to_path_buf(),
+        synthesis_workers: 1,
+        memory_budget: budget,
+        ..Config::default()
+    })
+    .unwrap();
+    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let ev = events.clone();
+    engine.add_timeline_sink(Arc::new(move |e| ev.lock().unwrap().push(e.clone())));
+
+    let bad = engine
+        .submit(JobRequest {
+            c1: real_c1,
+            sector_id: real_spec.sector_id,
+            prover_id: real_spec.prover_id(),
+            priority: 1,
+            fixture: FixtureShape::default(),
+        })
+        .unwrap();
+    let good = engine
+        .submit(JobRequest {
+            c1: c1.clone(),
+            sector_id: spec.sector_id,
+            prover_id: spec.prover_id(),
+            priority: 0,
+            fixture: shape,
+        })
+        .unwrap();
+    let err = engine.await_job(bad, None).unwrap_err();
+    assert_eq!(err.status, Status::Params, "{err}");
+    assert!(err.message.contains("No cached parameters"), "{err}");
+    let out = engine.await_job(good, None).unwrap();
+    assert_eq!(out.proof.len(), 2 * 192);
+    assert!(out.verified);
+    let st = engine.status();
+    assert!(st.memory_peak <= budget);
+    assert_eq!((st.completed, st.failed), (1, 1));
+    engine.shutdown();
+
+    // filecoin-proofs (with the fixture's table in this process) accepts it; tampering fails.
+    assert!(fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof).unwrap());
+    let mut swapped = out.proof[192..].to_vec();
+    swapped.extend_from_slice(&out.proof[..192]);
+    assert!(!matches!(
+        fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &swapped),
+        Ok(true)
+    ));
+
+    // Timeline of the good job: every partition's events, in order.
+    let evs = events.lock().unwrap().clone();
+    let t = |kind: EventKind, p: u32| {
+        let v: Vec<u64> = evs.iter().filter(|e| e.job == good && e.kind == kind && e.partition == p).map(|e| e.t_us).collect();
+        assert_eq!(v.len(), 1, "{kind:?} of partition {p}: {v:?}");
+        v[0]
+    };
+    for p in 0..2 {
+        let seq = [
+            t(EventKind::SynthStart, p),
+            t(EventKind::SynthEnd, p),
+            t(EventKind::ChanSend, p),
+            t(EventKind::GpuPickup, p),
+            t(EventKind::GpuStart, p),
+            t(EventKind::GpuEnd, p),
+        ];
+        assert!(seq.windows(2).all(|w| w[0] <= w[1]), "partition {p}: {seq:?}");
+        assert!(seq[0] < seq[1] && seq[4] < seq[5]);
+    }
+    // Per-partition dispatch: partition 0 is being proved before partition 1's synthesis ends
+    // (one synthesis worker, so they cannot have been synthesized together).
+    assert!(t(EventKind::GpuStart, 0) < t(EventKind::SynthEnd, 1));
+    let done: Vec<_> = evs.iter().filter(|e| e.job == good && e.kind == EventKind::JobDone).collect();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].partition, NO_PARTITION);
+    assert!(evs.iter().any(|e| e.job == bad && e.kind == EventKind::JobFailed));
+}
