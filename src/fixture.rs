@@ -186,6 +186,16 @@ pub fn baseline_c2(c1_json: &[u8], prover_id: [u8; 32], sector_id: u64) -> Resul
 pub fn verify_with_filecoin_proofs(c1_json: &[u8], prover_id: [u8; 32], sector_id: u64, proof: &[u8]) -> Result<bool> {
     let parsed = porep::parse_c1(c1_json)?;
     let c1 = parsed.c1;
+    // A proof that is not a whole number of well-formed Groth16 proofs is simply invalid;
+    // errors past this point (missing verifying key, ...) are real errors.
+    if proof.is_empty() || proof.len() % crate::PROOF_BYTES != 0 {
+        return Ok(false);
+    }
+    for chunk in proof.chunks(crate::PROOF_BYTES) {
+        if bellperson::groth16::Proof::<blstrs::Bls12>::read(chunk).is_err() {
+            return Ok(false);
+        }
+    }
     seal::verify_seal(
         c1.registered_proof,
         c1.comm_r,
@@ -196,7 +206,7 @@ pub fn verify_with_filecoin_proofs(c1_json: &[u8], prover_id: [u8; 32], sector_i
         c1.seed,
         proof,
     )
-    .map_err(|e| Error::from_anyhow(Status::VerifyFailed, "verify_seal", e))
+    .map_err(|e| Error::from_anyhow(Status::Params, "filecoin-proofs verify_seal", e))
 }
 
 /// Where fixtures live: `$CUZK_FIXTURE_DIR`, else `<params dir>/cuzk-fixtures`.

@@ -353,6 +353,67 @@ pub extern "C" fn cuzk_cancel(job_id: u64, err_out: *mut cuzk_error) -> Status {
     boundary(err_out, || running()?.cancel(job_id))
 }
 
+/// State of a job, from `cuzk_job_state`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum cuzk_job_state {
+    /// Queued or being synthesized / proved.
+    CUZK_JOB_RUNNING = 0,
+    /// Finished with a proof; `cuzk_await` returns it at once.
+    CUZK_JOB_SUCCEEDED = 1,
+    /// Finished with an error (including cancellation); `cuzk_await` returns it at once.
+    CUZK_JOB_FAILED = 2,
+}
+
+/// Writes the state of a job without waiting. `CUZK_STATUS_NOT_FOUND` for unknown or already
+/// awaited ids.
+#[no_mangle]
+pub extern "C" fn cuzk_job_state(job_id: u64, state_out: *mut cuzk_job_state, err_out: *mut cuzk_error) -> Status {
+    boundary(err_out, || {
+        if state_out.is_null() {
+            return Err(Error::invalid_argument("state_out is NULL"));
+        }
+        let st = match running()?.poll(job_id)? {
+            None => cuzk_job_state::CUZK_JOB_RUNNING,
+            Some(Ok(_)) => cuzk_job_state::CUZK_JOB_SUCCEEDED,
+            Some(Err(_)) => cuzk_job_state::CUZK_JOB_FAILED,
+        };
+        // SAFETY: non-NULL (checked).
+        unsafe { *state_out = st };
+        Ok(())
+    })
+}
+
+/// Verifies `proof` for a C1 output's sector with filecoin-proofs' own `verify_seal` (the
+/// verifier Lotus and Curio use), reading the `.vk` from `FIL_PROOFS_PARAMETER_CACHE`. Writes
+/// whether it is valid to `*valid_out`; a malformed proof is `false`, not an error. Needs no
+/// running engine.
+#[no_mangle]
+pub extern "C" fn cuzk_verify_seal(
+    c1_ptr: *const u8,
+    c1_len: usize,
+    sector_id: u64,
+    prover_id: *const [u8; 32],
+    proof_ptr: *const u8,
+    proof_len: usize,
+    valid_out: *mut bool,
+    err_out: *mut cuzk_error,
+) -> Status {
+    boundary(err_out, || {
+        let c1 = bytes_in(c1_ptr, c1_len, "c1")?;
+        let proof = bytes_in(proof_ptr, proof_len, "proof")?;
+        if prover_id.is_null() || valid_out.is_null() {
+            return Err(Error::invalid_argument("prover_id or valid_out is NULL"));
+        }
+        // SAFETY: non-NULL, 32 readable bytes (documented).
+        let prover_id = unsafe { *prover_id };
+        let valid = crate::fixture::verify_with_filecoin_proofs(c1, prover_id, sector_id, proof)?;
+        // SAFETY: non-NULL (checked).
+        unsafe { *valid_out = valid };
+        Ok(())
+    })
+}
+
 struct CallbackPtr {
     cb: unsafe extern "C" fn(*mut c_void, *const cuzk_timeline_event),
     userdata: *mut c_void,

@@ -1,0 +1,53 @@
+// Package cuzk is the Go binding of cuzk, a pipelined PoRep Commit2 (C2) prover.
+//
+// # Drop-in
+//
+// [SealCommitPhase2] has the signature and semantics of filecoin-ffi's
+// ffi.SealCommitPhase2: the same C1 output bytes in, the same partitions × 192 proof bytes
+// out, verified before they are returned. Replacing the import is the whole migration:
+//
+//	proof, err := cuzk.SealCommitPhase2(phase1Output, sectorNum, minerID)
+//
+// The prover id is derived from the miner id as filecoin-ffi does: the unsigned LEB128 of
+// the actor id, zero-padded to 32 bytes ([ProverID]).
+//
+// # Engine
+//
+// One engine runs per process (it is a singleton in the library). [Start] starts it with a
+// [Config] (or returns the running one if the configuration matches); [Engine.Submit] queues
+// a job and returns its id at once; [Engine.Await] waits for it and honours the context: a
+// cancelled or expired context cancels the job in the engine; [Engine.Cancel], [Engine.State]
+// and [Engine.Close] (which may be called twice) complete the API. SealCommitPhase2 starts
+// the engine with defaults if none runs.
+//
+// # Timeline
+//
+// [Engine.OnTimeline] registers a func receiving the engine's events (job queued, synthesis
+// start/end, prover pickup/start/end, job done/failed/cancelled) for every partition. It is
+// called from Rust worker threads, possibly concurrently: it must be quick and must not call
+// the engine. A panic inside it is recovered and reported through [SetPanicHandler]; it never
+// reaches the host. The returned func unregisters it; once that returns, no further call is
+// made.
+//
+// # Memory and threads
+//
+// Inputs are only read during a call; the library keeps no reference to Go memory. Whatever
+// the library allocates (proof bytes, error messages) is copied into Go memory and freed by
+// the binding exactly once before the call returns. Every function is safe for concurrent
+// use.
+//
+// # Errors
+//
+// Failures are *[Error] values with a [Status] and the library's message. They match the
+// sentinel errors with errors.Is (for example errors.Is(err, ErrInvalidInput)). A context
+// cancellation during Await returns an error that matches both the context's error and
+// [ErrCancelled].
+//
+// # Linking
+//
+// By default the package links the static library target/release/libcuzk.a of the
+// repository it sits in (build it first with `cargo build --release`), so the resulting Go
+// binary needs no shared library at run time, like filecoin-ffi's libfilcrypto.a. Build with
+// `-tags cuzk_shared` to link libcuzk.so instead (found through an rpath to the same
+// directory). Outside the repository, `make go-pc` writes cuzk.pc for pkg-config users.
+package cuzk
