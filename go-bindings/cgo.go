@@ -2,7 +2,7 @@ package cuzk
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../include
-#cgo !cuzk_shared LDFLAGS: ${SRCDIR}/../target/release/libcuzk.a -lm -ldl -lpthread -lgcc_s -lrt
+#cgo !cuzk_shared LDFLAGS: ${SRCDIR}/../target/release/libcuzk.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 #cgo cuzk_shared LDFLAGS: -L${SRCDIR}/../target/release -lcuzk -Wl,-rpath,${SRCDIR}/../target/release
 #include <stdlib.h>
 #include "cuzk.h"

@@ -176,15 +176,15 @@ func (e *Engine) Cancel(id JobID) error {
 
 // State reports a job's state without waiting.
 func (e *Engine) State(id JobID) (JobState, error) {
-	var st C.cuzk_job_state
+	var st C.int32_t
 	var cerr C.cuzk_error
-	if err := takeError(C.cuzk_job_state(C.uint64_t(id), &st, &cerr), &cerr); err != nil {
+	if err := takeError(C.cuzk_poll(C.uint64_t(id), &st, &cerr), &cerr); err != nil {
 		return JobFailed, err
 	}
 	switch st {
-	case C.CUZK_JOB_RUNNING:
+	case C.CUZK_JOB_STATE_RUNNING:
 		return JobRunning, nil
-	case C.CUZK_JOB_SUCCEEDED:
+	case C.CUZK_JOB_STATE_SUCCEEDED:
 		return JobSucceeded, nil
 	default:
 		return JobFailed, nil

@@ -107,6 +107,35 @@ typedef int32_t cuzk_status;
 #endif // __cplusplus
 
 /**
+ * State of a job, from `cuzk_poll`.
+ */
+enum cuzk_job_state
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Queued or being synthesized / proved.
+   */
+  CUZK_JOB_STATE_RUNNING = 0,
+  /**
+   * Finished with a proof; `cuzk_await` returns it at once.
+   */
+  CUZK_JOB_STATE_SUCCEEDED = 1,
+  /**
+   * Finished with an error (including cancellation); `cuzk_await` returns it at once.
+   */
+  CUZK_JOB_STATE_FAILED = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum cuzk_job_state cuzk_job_state;
+#else
+typedef int32_t cuzk_job_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * Engine configuration. Initialize with `cuzk_config_default`, then change fields.
  */
 typedef struct cuzk_config {
@@ -289,6 +318,29 @@ cuzk_status cuzk_await(uint64_t job_id,
  * a pending or later await answers `CUZK_STATUS_CANCELLED`. No effect on a finished job.
  */
 cuzk_status cuzk_cancel(uint64_t job_id, struct cuzk_error *err_out);
+
+/**
+ * Writes the state of a job without waiting, as a `cuzk_job_state` value. `CUZK_STATUS_NOT_FOUND` for unknown or already
+ * awaited ids.
+ */
+cuzk_status cuzk_poll(uint64_t job_id,
+                      int32_t *state_out,
+                      struct cuzk_error *err_out);
+
+/**
+ * Verifies `proof` for a C1 output's sector with filecoin-proofs' own `verify_seal` (the
+ * verifier Lotus and Curio use), reading the `.vk` from `FIL_PROOFS_PARAMETER_CACHE`. Writes
+ * whether it is valid to `*valid_out`; a malformed proof is `false`, not an error. Needs no
+ * running engine.
+ */
+cuzk_status cuzk_verify_seal(const uint8_t *c1_ptr,
+                             size_t c1_len,
+                             uint64_t sector_id,
+                             const uint8_t (*prover_id)[32],
+                             const uint8_t *proof_ptr,
+                             size_t proof_len,
+                             bool *valid_out,
+                             struct cuzk_error *err_out);
 
 /**
  * Registers a timeline callback on the running engine; writes a handle for

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use cuzk::{
     engine::{Config, Engine, JobRequest},
+    timeline::EventKind,
     fixture,
     porep::{self, FixtureShape},
     Status,
@@ -34,9 +35,26 @@ fn req(c1: &[u8], sector_id: u64, prover_id: [u8; 32]) -> JobRequest {
 fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
     let (spec, _, c1) = common::fixture(FixtureShape::default());
     let e = engine(Config::default());
-    // A job cancelled while queued ends CANCELLED and does not disturb the next one.
+    // A job cancelled during its synthesis ends CANCELLED at once, its synthesis is aborted,
+    // and it does not disturb the next job.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    e.add_timeline_sink(std::sync::Arc::new(move |ev: &cuzk::timeline::Event| {
+        let _ = tx.lock().unwrap().send(ev.clone());
+    }));
     let doomed = e.submit(req(&c1, spec.sector_id, spec.prover_id())).unwrap();
+    let next = |kind| loop {
+        let ev = rx.recv_timeout(Duration::from_secs(120)).expect("timeline event");
+        if ev.job == doomed && ev.kind == kind {
+            break ev;
+        }
+    };
+    next(EventKind::SynthStart);
+    let t0 = std::time::Instant::now();
     e.cancel(doomed).unwrap();
+    let end = next(EventKind::SynthEnd);
+    assert_eq!(end.detail, "aborted");
+    assert!(t0.elapsed() < Duration::from_secs(2), "abort took {:?}", t0.elapsed());
     let err = e.await_job(doomed, None).unwrap_err();
     assert_eq!(err.status, Status::Cancelled, "{err}");
     assert_eq!(e.await_job(doomed, None).unwrap_err().status, Status::NotFound);

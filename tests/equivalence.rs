@@ -26,7 +26,7 @@ fn assignment_matches_bellperson_on_real_2kib_porep_circuit() {
     let c1 = fixture::seal_c1(&spec, dir.path()).unwrap();
     let parsed = porep::parse_c1(&c1).unwrap();
     let job = porep::prepare(parsed.c1, spec.prover_id(), spec.sector_id, FixtureShape::default()).unwrap();
-    let ours = job.circuits.synthesize(0, None).unwrap();
+    let ours = job.circuits.synthesize(0, None, None).unwrap();
     let reference = job.circuits.reference_assignment(0).unwrap();
 
     let size = ours.size();

@@ -145,7 +145,8 @@ struct Job {
     priority: i32,
     circuits: Arc<dyn SealCircuits>,
     submitted: Instant,
-    stop: AtomicBool,
+    /// Set once the job has a result (done, failed, cancelled): remaining work is dropped.
+    stop: Arc<AtomicBool>,
     state: Mutex<JobState>,
     done: Condvar,
 }
@@ -315,7 +316,7 @@ impl Engine {
             priority: req.priority,
             circuits,
             submitted: Instant::now(),
-            stop: AtomicBool::new(false),
+            stop: Arc::new(AtomicBool::new(false)),
             state: Mutex::new(JobState {
                 proofs: vec![None; n],
                 reports: vec![PartitionReport::default(); n],
@@ -516,7 +517,16 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
     };
     let start = Instant::now();
     inner.timeline.emit(EventKind::SynthStart, job.id, k as u32, w as u32, bytes, "");
-    let assignment = job.circuits.synthesize(k, Some(srs.size))?;
+    let assignment = match job.circuits.synthesize(k, Some(srs.size), Some(job.stop.clone())) {
+        Ok(a) => a,
+        // Abandoned: the job ended while this partition was being synthesized.
+        Err(_) if job.stopped() => {
+            let ms = start.elapsed().as_millis() as u64;
+            inner.timeline.emit(EventKind::SynthEnd, job.id, k as u32, w as u32, ms, "aborted");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
     let synth_end = Instant::now();
     let synth_ms = ms(synth_end - start);
     inner.timeline.emit(EventKind::SynthEnd, job.id, k as u32, w as u32, synth_ms as u64, "");

@@ -353,33 +353,33 @@ pub extern "C" fn cuzk_cancel(job_id: u64, err_out: *mut cuzk_error) -> Status {
     boundary(err_out, || running()?.cancel(job_id))
 }
 
-/// State of a job, from `cuzk_job_state`.
-#[repr(C)]
+/// State of a job, from `cuzk_poll`.
+#[repr(i32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum cuzk_job_state {
     /// Queued or being synthesized / proved.
-    CUZK_JOB_RUNNING = 0,
+    Running = 0,
     /// Finished with a proof; `cuzk_await` returns it at once.
-    CUZK_JOB_SUCCEEDED = 1,
+    Succeeded = 1,
     /// Finished with an error (including cancellation); `cuzk_await` returns it at once.
-    CUZK_JOB_FAILED = 2,
+    Failed = 2,
 }
 
-/// Writes the state of a job without waiting. `CUZK_STATUS_NOT_FOUND` for unknown or already
+/// Writes the state of a job without waiting, as a `cuzk_job_state` value. `CUZK_STATUS_NOT_FOUND` for unknown or already
 /// awaited ids.
 #[no_mangle]
-pub extern "C" fn cuzk_job_state(job_id: u64, state_out: *mut cuzk_job_state, err_out: *mut cuzk_error) -> Status {
+pub extern "C" fn cuzk_poll(job_id: u64, state_out: *mut i32, err_out: *mut cuzk_error) -> Status {
     boundary(err_out, || {
         if state_out.is_null() {
             return Err(Error::invalid_argument("state_out is NULL"));
         }
         let st = match running()?.poll(job_id)? {
-            None => cuzk_job_state::CUZK_JOB_RUNNING,
-            Some(Ok(_)) => cuzk_job_state::CUZK_JOB_SUCCEEDED,
-            Some(Err(_)) => cuzk_job_state::CUZK_JOB_FAILED,
+            None => cuzk_job_state::Running,
+            Some(Ok(_)) => cuzk_job_state::Succeeded,
+            Some(Err(_)) => cuzk_job_state::Failed,
         };
         // SAFETY: non-NULL (checked).
-        unsafe { *state_out = st };
+        unsafe { *state_out = st as i32 };
         Ok(())
     })
 }

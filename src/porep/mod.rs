@@ -3,7 +3,11 @@
 
 pub mod input;
 
-use std::{panic::AssertUnwindSafe, path::Path, sync::Arc};
+use std::{
+    panic::AssertUnwindSafe,
+    path::Path,
+    sync::{atomic::AtomicBool, Arc},
+};
 
 use bellperson::{
     groth16::{self, Parameters, Proof},
@@ -171,8 +175,8 @@ pub trait SealCircuits: Send + Sync {
     fn shape(&self) -> Shape;
     /// The parameter cache id (without version prefix and extension).
     fn params_id(&self) -> &str;
-    /// Synthesizes partition `k`.
-    fn synthesize(&self, k: usize, size: Option<CircuitSize>) -> Result<ProvingAssignment>;
+    /// Synthesizes partition `k`; gives up soon after `abort` turns true.
+    fn synthesize(&self, k: usize, size: Option<CircuitSize>, abort: Option<Arc<AtomicBool>>) -> Result<ProvingAssignment>;
     /// Public inputs of partition `k`, derived from the job's prover id and sector id.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Reference assignment of partition `k` from bellperson's own `MetricCS` (constraints) and
@@ -243,10 +247,10 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
         &self.params_id
     }
 
-    fn synthesize(&self, k: usize, size: Option<CircuitSize>) -> Result<ProvingAssignment> {
+    fn synthesize(&self, k: usize, size: Option<CircuitSize>, abort: Option<Arc<AtomicBool>>) -> Result<ProvingAssignment> {
         let circuit = self.circuit(k)?;
         no_panic("synthesis", Status::Proving, || {
-            ProvingAssignment::synthesize(circuit, size)
+            ProvingAssignment::synthesize_abortable(circuit, size, abort)
                 .map_err(|e| Error::proving(format!("synthesis of partition {k} failed: {e}")))
         })
     }

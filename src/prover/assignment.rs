@@ -11,9 +11,13 @@ use bellperson::{
 };
 use blstrs::Scalar as Fr;
 use ff::Field;
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
 
 /// Witness and constraint evaluations of one circuit instance.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default, Clone)]
 pub struct ProvingAssignment {
     /// Which aux variables occur in some A linear combination.
     pub a_aux_density: DensityTracker,
@@ -31,7 +35,25 @@ pub struct ProvingAssignment {
     pub input_assignment: Vec<Fr>,
     /// Private (aux) variables.
     pub aux_assignment: Vec<Fr>,
+    /// When set, synthesis stops (with an error) soon after the flag turns true.
+    abort: Option<Arc<AtomicBool>>,
 }
+
+impl PartialEq for ProvingAssignment {
+    fn eq(&self, o: &Self) -> bool {
+        self.a_aux_density == o.a_aux_density
+            && self.b_input_density == o.b_input_density
+            && self.b_aux_density == o.b_aux_density
+            && self.a == o.a
+            && self.b == o.b
+            && self.c == o.c
+            && self.input_assignment == o.input_assignment
+            && self.aux_assignment == o.aux_assignment
+    }
+}
+
+/// How many allocations pass between two looks at the abort flag.
+const ABORT_CHECK_EVERY: usize = 1 << 14;
 
 /// Sizes of a circuit, known from its Groth16 parameters before synthesis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,9 +107,21 @@ impl ProvingAssignment {
         circuit: C,
         size: Option<CircuitSize>,
     ) -> Result<Self, SynthesisError> {
+        Self::synthesize_abortable(circuit, size, None)
+    }
+
+    /// Like [`ProvingAssignment::synthesize`], but gives up with an `Interrupted` I/O error
+    /// soon after `abort` turns true (job cancelled or failed elsewhere).
+    pub fn synthesize_abortable<C: Circuit<Fr>>(
+        circuit: C,
+        size: Option<CircuitSize>,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<Self, SynthesisError> {
         let mut pa = Self::with_capacity(size);
+        pa.abort = abort;
         pa.alloc_input(|| "", || Ok(Fr::ONE))?;
         circuit.synthesize(&mut pa)?;
+        pa.abort = None;
         for i in 0..pa.input_assignment.len() {
             pa.enforce(
                 || "",
@@ -159,6 +193,16 @@ impl ConstraintSystem<Fr> for ProvingAssignment {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
+        if self.aux_assignment.len() % ABORT_CHECK_EVERY == 0 {
+            if let Some(flag) = &self.abort {
+                if flag.load(Ordering::Relaxed) {
+                    return Err(SynthesisError::IoError(std::io::Error::new(
+                        std::io::ErrorKind::Interrupted,
+                        "synthesis aborted",
+                    )));
+                }
+            }
+        }
         self.aux_assignment.push(f()?);
         self.a_aux_density.add_element();
         self.b_aux_density.add_element();

@@ -150,6 +150,7 @@ impl ProverBackend for CpuProver {
             c,
             input_assignment,
             aux_assignment,
+            ..
         } = asg;
 
         let t = std::time::Instant::now();
