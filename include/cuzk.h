@@ -107,6 +107,33 @@ typedef int32_t cuzk_status;
 #endif // __cplusplus
 
 /**
+ * Event kinds. The numbers are part of the C ABI: never renumber, only append.
+ */
+enum EventKind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  EVENT_KIND_JOB_QUEUED = 0,
+  EVENT_KIND_SYNTH_START = 1,
+  EVENT_KIND_SYNTH_END = 2,
+  EVENT_KIND_CHAN_SEND = 3,
+  EVENT_KIND_GPU_PICKUP = 4,
+  EVENT_KIND_GPU_START = 5,
+  EVENT_KIND_GPU_END = 6,
+  EVENT_KIND_JOB_DONE = 7,
+  EVENT_KIND_JOB_FAILED = 8,
+  EVENT_KIND_JOB_CANCELLED = 9,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum EventKind EventKind;
+#else
+typedef uint32_t EventKind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * State of a job, from `cuzk_poll`.
  */
 enum cuzk_job_state
@@ -165,6 +192,11 @@ typedef struct cuzk_config {
    * Write `TIMELINE,...` lines to stderr (default: `CUZK_TIMELINE=1` in the environment).
    */
   bool timeline_stderr;
+  /**
+   * Append `TIMELINE,...` lines to this file (NUL-terminated, copied); NULL: the path in
+   * `CUZK_TIMELINE` if it holds one, else none.
+   */
+  const char *timeline_file;
 } cuzk_config;
 
 /**
@@ -214,6 +246,43 @@ typedef struct cuzk_bytes {
 } cuzk_bytes;
 
 /**
+ * A snapshot of the engine, from `cuzk_engine_status`.
+ */
+typedef struct cuzk_engine_report {
+  /**
+   * `sizeof(cuzk_engine_report)`: fields are only appended.
+   */
+  uint32_t struct_size;
+  /**
+   * Number of prover devices (the CPU prover counts as one).
+   */
+  uint32_t devices;
+  /**
+   * Devices proving a partition now.
+   */
+  uint32_t devices_busy;
+  uint32_t _reserved;
+  uint64_t jobs_in_flight;
+  /**
+   * Partitions waiting for a synthesis worker.
+   */
+  uint64_t partitions_queued;
+  uint64_t partitions_synthesizing;
+  /**
+   * Partitions synthesized and waiting for a prover.
+   */
+  uint64_t partitions_ready;
+  uint64_t partitions_proving;
+  uint64_t memory_budget_bytes;
+  uint64_t memory_reserved_bytes;
+  uint64_t memory_peak_bytes;
+  uint64_t jobs_completed;
+  uint64_t jobs_failed;
+  uint64_t jobs_cancelled;
+  uint64_t params_resident;
+} cuzk_engine_report;
+
+/**
  * A timeline event, valid only during the callback.
  */
 typedef struct cuzk_timeline_event {
@@ -255,6 +324,8 @@ typedef struct cuzk_timeline_event {
  * several at once; must not block and must not call back into cuzk's engine functions.
  */
 typedef void (*cuzk_timeline_cb)(void *userdata, const struct cuzk_timeline_event *ev);
+
+#define EventKind_ALL { EventKind_JobQueued, EventKind_SynthStart, EventKind_SynthEnd, EventKind_ChanSend, EventKind_GpuPickup, EventKind_GpuStart, EventKind_GpuEnd, EventKind_JobDone, EventKind_JobFailed, EventKind_JobCancelled, }
 
 #ifdef __cplusplus
 extern "C" {
@@ -341,6 +412,20 @@ cuzk_status cuzk_verify_seal(const uint8_t *c1_ptr,
                              size_t proof_len,
                              bool *valid_out,
                              struct cuzk_error *err_out);
+
+/**
+ * Writes a snapshot of the running engine to `*out`.
+ */
+cuzk_status cuzk_engine_status(struct cuzk_engine_report *out, struct cuzk_error *err_out);
+
+/**
+ * Writes the running engine's state as Prometheus text exposition (`format` 0) or as JSON
+ * with every device and resident parameter set (`format` 1) to `*text_out` (UTF-8, not
+ * NUL-terminated; free with `cuzk_bytes_free`).
+ */
+cuzk_status cuzk_engine_metrics(uint32_t format,
+                                struct cuzk_bytes *text_out,
+                                struct cuzk_error *err_out);
 
 /**
  * Registers a timeline callback on the running engine; writes a handle for

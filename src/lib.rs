@@ -4,6 +4,7 @@
 //! pool ([`prover::ProvingAssignment`]) and proves each as soon as it is ready on a prover
 //! backend. The C ABI lives in [`ffi`]; everything else is safe Rust.
 
+pub mod analysis;
 pub mod engine;
 pub mod error;
 pub mod ffi;

@@ -15,7 +15,8 @@ use parking_lot::RwLock;
 
 /// Event kinds. The numbers are part of the C ABI: never renumber, only append.
 #[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum EventKind {
     JobQueued = 0,
     SynthStart = 1,
@@ -30,6 +31,24 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    pub const ALL: [EventKind; 10] = [
+        EventKind::JobQueued,
+        EventKind::SynthStart,
+        EventKind::SynthEnd,
+        EventKind::ChanSend,
+        EventKind::GpuPickup,
+        EventKind::GpuStart,
+        EventKind::GpuEnd,
+        EventKind::JobDone,
+        EventKind::JobFailed,
+        EventKind::JobCancelled,
+    ];
+
+    /// The kind with this log name (`SYNTH_START`, ...).
+    pub fn from_name(name: &str) -> Option<EventKind> {
+        Self::ALL.iter().copied().find(|k| k.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             EventKind::JobQueued => "JOB_QUEUED",
@@ -50,7 +69,7 @@ impl EventKind {
 pub const NO_PARTITION: u32 = u32::MAX;
 
 /// One timeline event.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     pub kind: EventKind,
     /// Microseconds since the engine started.
@@ -152,6 +171,7 @@ pub fn log_line(ev: &Event) -> String {
         EventKind::SynthEnd => add(format!("synth_ms={}", ev.value)),
         EventKind::GpuEnd => add(format!("gpu_ms={}", ev.value)),
         EventKind::JobQueued => add(format!("partitions={}", ev.value)),
+        EventKind::JobDone | EventKind::JobFailed | EventKind::JobCancelled => add(format!("ms={}", ev.value)),
         _ => {}
     }
     if !ev.detail.is_empty() {

@@ -9,6 +9,7 @@ use std::{
 
 use clap::{Args, Parser, Subcommand};
 use cuzk::{
+    analysis,
     engine::{self, Config, Engine, JobOutput, JobRequest},
     fixture::{self, FixtureSpec},
     porep::{self, FixtureShape},
@@ -122,6 +123,20 @@ enum Cmd {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// Analyse a timeline (TIMELINE log lines or a JSON event dump): event table, per-partition
+    /// durations, prover busy %, classified idle gaps, synthesis concurrency, SVG waterfall.
+    Waterfall {
+        file: PathBuf,
+        /// SVG output.
+        #[arg(long, default_value = "cuzk-waterfall.svg")]
+        svg: PathBuf,
+        /// Also print the full event table.
+        #[arg(long)]
+        events: bool,
+        /// Write the analysis as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Set up the 2KiB fixture, prove it through the engine, verify it, show the timeline.
     Demo {
         #[command(flatten)]
@@ -131,6 +146,42 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum BenchCmd {
+    /// A stream of COUNT proofs with at most CONCURRENCY in flight through one engine: per-proof
+    /// times, proofs per minute, prover busy %, idle gaps, peak RSS, a waterfall SVG and a JSON
+    /// summary; with --baseline also filecoin-proofs' seal_commit_phase2 on the same inputs.
+    Batch {
+        #[arg(long)]
+        c1: PathBuf,
+        /// Sector number (default 1, the fixtures' sector).
+        #[arg(long, default_value_t = 1)]
+        sector_id: u64,
+        /// Miner actor id (default 1000, the fixtures' miner).
+        #[arg(long, default_value_t = 1000)]
+        miner_id: u64,
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// Proofs to make.
+        #[arg(short = 'c', long, default_value_t = 4)]
+        count: usize,
+        /// Proofs in flight at once.
+        #[arg(short = 'j', long, default_value_t = 2)]
+        concurrency: usize,
+        /// Synthesis workers (0: automatic).
+        #[arg(long, default_value_t = 0)]
+        synthesis_workers: usize,
+        /// Also run filecoin-proofs' seal_commit_phase2 COUNT times, CONCURRENCY at once.
+        #[arg(long)]
+        baseline: bool,
+        /// Waterfall SVG output.
+        #[arg(long, default_value = "cuzk-waterfall.svg")]
+        svg: PathBuf,
+        /// JSON summary output.
+        #[arg(long, default_value = "cuzk-bench.json")]
+        json: PathBuf,
+        /// TIMELINE log output (for `cuzk waterfall` later).
+        #[arg(long)]
+        timeline: Option<PathBuf>,
+    },
     /// cuzk's C2 against filecoin-proofs' seal_commit_phase2 on the same C1, each in its own
     /// child process (so peak RSS is each one's own), alternating, in one run.
     C2 {
@@ -283,6 +334,52 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Demo { shape } => demo(params_dir, shape.shape()),
+        Cmd::Waterfall { file, svg, events, json } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| Error::invalid_argument(format!("cannot read {}: {e}", file.display())))?;
+            let evs = analysis::parse_any(&text).map_err(Error::invalid_input)?;
+            if evs.is_empty() {
+                return Err(Error::invalid_input(format!("no timeline events in {}", file.display())));
+            }
+            if events {
+                print!("{}", analysis::event_table(&evs));
+                println!();
+            }
+            let a = analysis::analyze(&evs);
+            print!("{}", analysis::report(&a));
+            write_file(&svg, analysis::waterfall_svg(&a, &format!("cuzk timeline: {}", file.display())).as_bytes())?;
+            println!("waterfall: {}", svg.display());
+            if let Some(j) = json {
+                write_file(&j, &serde_json::to_vec_pretty(&a).expect("json"))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench(BenchCmd::Batch {
+            c1,
+            sector_id,
+            miner_id,
+            shape,
+            count,
+            concurrency,
+            synthesis_workers,
+            baseline,
+            svg,
+            json,
+            timeline,
+        }) => bench_batch(BatchArgs {
+            c1,
+            sector_id,
+            prover_id: porep::prover_id_from_miner(miner_id),
+            shape: shape.shape(),
+            count,
+            concurrency,
+            synthesis_workers,
+            baseline,
+            svg,
+            json,
+            timeline,
+            params_dir,
+        }),
     }
 }
 
@@ -413,4 +510,213 @@ fn bench_c2(c1: &PathBuf, id: &Identity, shape: ShapeArgs, runs: usize, json: Op
             .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", j.display())))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn write_file(path: &PathBuf, data: &[u8]) -> Result<(), Error> {
+    std::fs::write(path, data).map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
+}
+
+struct BatchArgs {
+    c1: PathBuf,
+    sector_id: u64,
+    prover_id: [u8; 32],
+    shape: FixtureShape,
+    count: usize,
+    concurrency: usize,
+    synthesis_workers: usize,
+    baseline: bool,
+    svg: PathBuf,
+    json: PathBuf,
+    timeline: Option<PathBuf>,
+    params_dir: PathBuf,
+}
+
+#[derive(serde::Serialize, Clone, Default)]
+struct ProofTimes {
+    index: usize,
+    job: u64,
+    wall_ms: f64,
+    queue_ms: f64,
+    synth_ms: f64,
+    prove_ms: f64,
+    verified: bool,
+}
+
+fn progress(count: usize, what: &str) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new(count as u64);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{msg:>16} [{bar:40}] {pos}/{len} proofs, {elapsed_precise} (eta {eta})")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+/// Runs `count` tasks with at most `concurrency` at once; returns their results in order.
+fn run_concurrently<T: Send>(count: usize, concurrency: usize, task: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<T>>> = Mutex::new((0..count).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..concurrency.max(1).min(count.max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= count {
+                    break;
+                }
+                let r = task(i);
+                results.lock().expect("results")[i] = Some(r);
+            });
+        }
+    });
+    results.into_inner().expect("results").into_iter().map(|r| r.expect("every task ran")).collect()
+}
+
+fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
+    let c1 = read(&a.c1)?;
+    let parsed = porep::parse_c1(&c1)?;
+    // For filecoin-proofs (baseline, verify_seal) in this process; the engine does not read it.
+    fixture::apply_fixture_tables(parsed.c1.registered_proof, a.shape)?;
+    let engine = Engine::start(Config {
+        synthesis_workers: a.synthesis_workers,
+        params_dir: a.params_dir.clone(),
+        timeline_file: a.timeline.clone(),
+        ..Config::default()
+    })?;
+    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let ev = events.clone();
+    engine.add_timeline_sink(Arc::new(move |e| ev.lock().expect("events").push(e.clone())));
+    let req = JobRequest {
+        c1: c1.clone(),
+        sector_id: a.sector_id,
+        prover_id: a.prover_id,
+        priority: 0,
+        fixture: a.shape,
+    };
+    // Load the parameters before the clock starts (filecoin-proofs maps its file lazily).
+    let warm = Instant::now();
+    engine.preload(&req)?;
+    let warm_s = warm.elapsed().as_secs_f64();
+
+    eprintln!(
+        "cuzk bench batch: {} proofs, {} in flight, {} synthesis workers, {} (parameters loaded in {:.1} s)",
+        a.count,
+        a.concurrency,
+        engine.config().synthesis_workers,
+        a.c1.display(),
+        warm_s
+    );
+    let pb = progress(a.count, "cuzk");
+    let t0 = Instant::now();
+    let results = run_concurrently(a.count, a.concurrency, |i| {
+        let t = Instant::now();
+        let r = engine.prove(req.clone());
+        pb.inc(1);
+        r.map(|o| (i, t.elapsed().as_secs_f64() * 1e3, o))
+    });
+    let total_s = t0.elapsed().as_secs_f64();
+    pb.finish();
+    let status = engine.status();
+    engine.shutdown();
+
+    let mut times = Vec::new();
+    let mut failed = 0;
+    for r in results {
+        match r {
+            Ok((i, wall_ms, out)) => {
+                let valid = fixture::verify_with_filecoin_proofs(&c1, a.prover_id, a.sector_id, &out.proof).unwrap_or(false);
+                times.push(ProofTimes {
+                    index: i,
+                    job: 0,
+                    wall_ms,
+                    queue_ms: out.partitions.iter().map(|p| p.queue_ms).fold(f64::INFINITY, f64::min),
+                    synth_ms: out.partitions.iter().map(|p| p.synth_ms).sum(),
+                    prove_ms: out.partitions.iter().map(|p| p.prove_ms).sum(),
+                    verified: valid && out.verified,
+                });
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("proof failed: {e}");
+            }
+        }
+    }
+    let evs = events.lock().expect("events").clone();
+    let an = analysis::analyze(&evs);
+    println!("\n proof   wall_s  queue_s  synth_s(sum)  prove_s(sum)  verified");
+    for t in &times {
+        println!(
+            "{:>6}  {:>7.2}  {:>7.2}  {:>12.2}  {:>12.2}  {}",
+            t.index,
+            t.wall_ms / 1e3,
+            t.queue_ms / 1e3,
+            t.synth_ms / 1e3,
+            t.prove_ms / 1e3,
+            if t.verified { "yes" } else { "NO" }
+        );
+    }
+    let ppm = times.len() as f64 / total_s * 60.0;
+    println!();
+    print!("{}", analysis::report(&an).split("\n\n").nth(2).unwrap_or(""));
+    println!(
+        "cuzk: {} proofs in {:.1} s = {:.2} proofs/min; peak RSS {} MiB; memory reserved peak {} MiB of {} MiB budget",
+        times.len(),
+        total_s,
+        ppm,
+        peak_rss() >> 20,
+        status.memory_peak >> 20,
+        status.memory_budget >> 20
+    );
+    let svg_text = analysis::waterfall_svg(
+        &an,
+        &format!("cuzk bench batch -c {} -j {}: {:.2} proofs/min", a.count, a.concurrency, ppm),
+    );
+    write_file(&a.svg, svg_text.as_bytes())?;
+    println!("waterfall: {}", a.svg.display());
+
+    let mut baseline = serde_json::Value::Null;
+    if a.baseline {
+        let pb = progress(a.count, "filecoin-proofs");
+        let json_c1 = serde_json::to_vec(&parsed.c1).expect("serializable");
+        let t0 = Instant::now();
+        let res = run_concurrently(a.count, a.concurrency, |_| {
+            let t = Instant::now();
+            let r = fixture::baseline_c2(&json_c1, a.prover_id, a.sector_id);
+            pb.inc(1);
+            r.map(|_| t.elapsed().as_secs_f64() * 1e3)
+        });
+        let base_s = t0.elapsed().as_secs_f64();
+        pb.finish();
+        let ok: Vec<f64> = res.into_iter().collect::<Result<_, _>>()?;
+        let base_ppm = ok.len() as f64 / base_s * 60.0;
+        println!(
+            "filecoin-proofs seal_commit_phase2: {} proofs in {:.1} s = {:.2} proofs/min (mean wall {:.1} s)",
+            ok.len(),
+            base_s,
+            base_ppm,
+            ok.iter().sum::<f64>() / ok.len().max(1) as f64 / 1e3
+        );
+        println!("throughput ratio cuzk / filecoin-proofs: {:.2}x", ppm / base_ppm);
+        baseline = serde_json::json!({"proofs": ok.len(), "seconds": base_s, "proofs_per_min": base_ppm, "wall_ms": ok, "ratio": ppm / base_ppm});
+    }
+    let summary = serde_json::json!({
+        "c1": a.c1, "count": a.count, "concurrency": a.concurrency,
+        "synthesis_workers": a.synthesis_workers,
+        "seconds": total_s, "proofs_per_min": ppm, "failed": failed,
+        "peak_rss_bytes": peak_rss(),
+        "memory_reserved_peak_bytes": status.memory_peak, "memory_budget_bytes": status.memory_budget,
+        "devices": an.devices, "gaps_ms": {
+            "start_up": an.gap_ms(analysis::GapClass::StartUp),
+            "within_proof": an.gap_ms(analysis::GapClass::WithinProof),
+            "cross_proof": an.gap_ms(analysis::GapClass::CrossProof),
+            "drain": an.gap_ms(analysis::GapClass::Drain),
+        },
+        "max_synth_concurrency": an.max_synth_concurrency,
+        "mean_synth_concurrency": an.mean_synth_concurrency,
+        "proofs": times, "baseline": baseline,
+    });
+    write_file(&a.json, &serde_json::to_vec_pretty(&summary).expect("json"))?;
+    println!("summary: {}", a.json.display());
+    let all_ok = failed == 0 && times.iter().all(|t| t.verified);
+    Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -57,6 +57,8 @@ pub struct Config {
     pub self_check: bool,
     /// Write `TIMELINE,...` log lines to stderr.
     pub timeline_stderr: bool,
+    /// Append `TIMELINE,...` log lines to this file.
+    pub timeline_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -66,7 +68,11 @@ impl Default for Config {
             memory_budget: 0,
             params_dir: PathBuf::new(),
             self_check: true,
-            timeline_stderr: std::env::var("CUZK_TIMELINE").map(|v| v == "1" || v == "stderr").unwrap_or(false),
+            // CUZK_TIMELINE=1 or =stderr: log lines to stderr; =<path>: append them to a file.
+            timeline_stderr: matches!(std::env::var("CUZK_TIMELINE").as_deref(), Ok("1" | "stderr")),
+            timeline_file: std::env::var_os("CUZK_TIMELINE")
+                .filter(|v| !v.is_empty() && v != "1" && v != "stderr" && v != "0")
+                .map(PathBuf::from),
         }
     }
 }
@@ -184,6 +190,17 @@ struct Counters {
     completed: AtomicU64,
     failed: AtomicU64,
     cancelled: AtomicU64,
+    synthesizing: AtomicU64,
+    proving: AtomicU64,
+}
+
+/// What one prover device is doing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceStatus {
+    pub name: String,
+    /// (job, partition) being proved, if any.
+    pub current: Option<(u64, usize)>,
+    pub partitions_proved: u64,
 }
 
 struct Inner {
@@ -198,15 +215,22 @@ struct Inner {
     timeline: Timeline,
     counters: Counters,
     backends: Vec<Box<dyn ProverBackend>>,
+    devices: Mutex<Vec<DeviceStatus>>,
 }
 
 /// A snapshot of the engine's state.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EngineStatus {
     pub running: bool,
     pub jobs_in_flight: usize,
+    /// Partitions waiting for a synthesis worker.
     pub synthesis_queue: usize,
+    /// Partitions being synthesized.
+    pub synthesizing: u64,
+    /// Partitions synthesized, waiting for a prover.
     pub prover_queue: usize,
+    /// Partitions being proved.
+    pub proving: u64,
     pub memory_budget: u64,
     pub memory_reserved: u64,
     pub memory_peak: u64,
@@ -214,14 +238,63 @@ pub struct EngineStatus {
     pub failed: u64,
     pub cancelled: u64,
     pub resident_params: Vec<String>,
-    pub devices: Vec<String>,
+    pub devices: Vec<DeviceStatus>,
+}
+
+impl EngineStatus {
+    /// The status as Prometheus text exposition.
+    pub fn prometheus(&self) -> String {
+        let mut s = String::new();
+        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
+            s.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+            for (labels, v) in samples {
+                s.push_str(&format!("{name}{labels} {v}\n"));
+            }
+        };
+        let one = |v: f64| vec![(String::new(), v)];
+        metric("cuzk_up", "gauge", "1 while the engine runs.", &one(self.running as u8 as f64));
+        metric("cuzk_jobs_completed_total", "counter", "Jobs that returned a verified proof.", &one(self.completed as f64));
+        metric("cuzk_jobs_failed_total", "counter", "Jobs that ended with an error.", &one(self.failed as f64));
+        metric("cuzk_jobs_cancelled_total", "counter", "Jobs cancelled.", &one(self.cancelled as f64));
+        metric("cuzk_jobs_in_flight", "gauge", "Jobs submitted and not finished.", &one(self.jobs_in_flight as f64));
+        metric(
+            "cuzk_partitions",
+            "gauge",
+            "Partitions by state.",
+            &[
+                ("{state=\"queued\"}".into(), self.synthesis_queue as f64),
+                ("{state=\"synthesizing\"}".into(), self.synthesizing as f64),
+                ("{state=\"ready\"}".into(), self.prover_queue as f64),
+                ("{state=\"proving\"}".into(), self.proving as f64),
+            ],
+        );
+        metric("cuzk_memory_budget_bytes", "gauge", "Memory budget.", &one(self.memory_budget as f64));
+        metric("cuzk_memory_reserved_bytes", "gauge", "Memory reserved now.", &one(self.memory_reserved as f64));
+        metric("cuzk_memory_reserved_peak_bytes", "gauge", "Highest reservation.", &one(self.memory_peak as f64));
+        metric("cuzk_params_resident", "gauge", "Parameter sets in memory.", &one(self.resident_params.len() as f64));
+        let dev = |f: &dyn Fn(&DeviceStatus) -> f64| -> Vec<(String, f64)> {
+            self.devices
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (format!("{{device=\"{i}\",name=\"{}\"}}", d.name), f(d)))
+                .collect()
+        };
+        metric("cuzk_device_busy", "gauge", "1 while the device proves a partition.", &dev(&|d| d.current.is_some() as u8 as f64));
+        metric(
+            "cuzk_device_partitions_total",
+            "counter",
+            "Partitions proved by the device.",
+            &dev(&|d| d.partitions_proved as f64),
+        );
+        s
+    }
 }
 
 /// The engine. Dropping the last handle shuts it down.
 pub struct Engine {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    timeline_log: Mutex<Option<u64>>,
+    timeline_logs: Mutex<Vec<u64>>,
 }
 
 impl Engine {
@@ -239,6 +312,10 @@ impl Engine {
             timeline: Timeline::new(Instant::now()),
             counters: Counters::default(),
             backends: vec![Box::new(CpuProver)],
+            devices: Mutex::new(vec![DeviceStatus {
+                name: "cpu".into(),
+                ..Default::default()
+            }]),
             cfg,
         });
         let mut threads = Vec::new();
@@ -270,11 +347,25 @@ impl Engine {
         let engine = Engine {
             inner,
             threads: Mutex::new(threads),
-            timeline_log: Mutex::new(None),
+            timeline_logs: Mutex::new(Vec::new()),
         };
         if engine.inner.cfg.timeline_stderr {
             let id = engine.add_timeline_sink(Arc::new(|ev| eprintln!("{}", crate::timeline::log_line(ev))));
-            *engine.timeline_log.lock() = Some(id);
+            engine.timeline_logs.lock().push(id);
+        }
+        if let Some(path) = &engine.inner.cfg.timeline_file {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| Error::invalid_argument(format!("cannot open timeline file {}: {e}", path.display())))?;
+            let out = Mutex::new(std::io::LineWriter::new(file));
+            let id = engine.add_timeline_sink(Arc::new(move |ev| {
+                use std::io::Write;
+                // A full disk must not stop proving: the line is dropped.
+                let _ = writeln!(out.lock(), "{}", crate::timeline::log_line(ev));
+            }));
+            engine.timeline_logs.lock().push(id);
         }
         Ok(engine)
     }
@@ -290,6 +381,13 @@ impl Engine {
 
     pub fn remove_timeline_sink(&self, id: u64) -> bool {
         self.inner.timeline.remove(id)
+    }
+
+    /// Loads the parameters a job needs (validating it), without queueing it.
+    pub fn preload(&self, req: &JobRequest) -> Result<()> {
+        let parsed = porep::parse_c1(&req.c1)?;
+        let prepared = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture)?;
+        self.inner.srs.get(prepared.circuits.params_id(), &self.inner.budget).map(|_| ())
     }
 
     /// Validates a job and queues its partitions; returns the job id.
@@ -399,7 +497,9 @@ impl Engine {
             running: i.running.load(Ordering::Acquire),
             jobs_in_flight: i.jobs.lock().values().filter(|j| j.state.lock().result.is_none()).count(),
             synthesis_queue: i.synth_q.len(),
+            synthesizing: i.counters.synthesizing.load(Ordering::Relaxed),
             prover_queue: i.prove_q.len(),
+            proving: i.counters.proving.load(Ordering::Relaxed),
             memory_budget: i.budget.total(),
             memory_reserved: i.budget.used(),
             memory_peak: i.budget.peak(),
@@ -407,7 +507,7 @@ impl Engine {
             failed: i.counters.failed.load(Ordering::Relaxed),
             cancelled: i.counters.cancelled.load(Ordering::Relaxed),
             resident_params: i.srs.resident(),
-            devices: i.backends.iter().map(|b| b.name().to_string()).collect(),
+            devices: i.devices.lock().clone(),
         }
     }
 
@@ -436,7 +536,7 @@ impl Engine {
         for job in i.jobs.lock().values() {
             finish(i, job, Err(Error::new(Status::NotRunning, "the engine was shut down")));
         }
-        if let Some(id) = self.timeline_log.lock().take() {
+        for id in std::mem::take(&mut *self.timeline_logs.lock()) {
             i.timeline.remove(id);
         }
     }
@@ -517,7 +617,10 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
     };
     let start = Instant::now();
     inner.timeline.emit(EventKind::SynthStart, job.id, k as u32, w as u32, bytes, "");
-    let assignment = match job.circuits.synthesize(k, Some(srs.size), Some(job.stop.clone())) {
+    inner.counters.synthesizing.fetch_add(1, Ordering::Relaxed);
+    let synthesized = job.circuits.synthesize(k, Some(srs.size), Some(job.stop.clone()));
+    inner.counters.synthesizing.fetch_sub(1, Ordering::Relaxed);
+    let assignment = match synthesized {
         Ok(a) => a,
         // Abandoned: the job ended while this partition was being synthesized.
         Err(_) if job.stopped() => {
@@ -585,9 +688,18 @@ fn prove_one(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, item: Pr
     let s = Fr::random(OsRng);
     let mut stages = StageTimes::default();
     inner.timeline.emit(EventKind::GpuStart, job.id, k as u32, d as u32, 0, backend.name());
-    let proof = porep::no_panic("proving", Status::Proving, || {
+    inner.counters.proving.fetch_add(1, Ordering::Relaxed);
+    inner.devices.lock()[d].current = Some((job.id, k));
+    let proved = porep::no_panic("proving", Status::Proving, || {
         backend.prove(assignment, &srs.params, r, s, &mut stages)
-    })?;
+    });
+    inner.counters.proving.fetch_sub(1, Ordering::Relaxed);
+    {
+        let mut devs = inner.devices.lock();
+        devs[d].current = None;
+        devs[d].partitions_proved += proved.is_ok() as u64;
+    }
+    let proof = proved?;
     let prove_ms = ms(pickup.elapsed());
     inner.timeline.emit(EventKind::GpuEnd, job.id, k as u32, d as u32, prove_ms as u64, backend.name());
     drop(_reservation);
@@ -662,7 +774,8 @@ pub fn start_global(cfg: Config) -> Result<Arc<Engine>> {
         let same = (cfg.synthesis_workers == 0 || want.synthesis_workers == have.synthesis_workers)
             && (cfg.memory_budget == 0 || want.memory_budget == have.memory_budget)
             && want.params_dir == have.params_dir
-            && want.self_check == have.self_check;
+            && want.self_check == have.self_check
+            && want.timeline_file == have.timeline_file;
         return if same {
             Ok(e.clone())
         } else {

@@ -61,6 +61,9 @@ pub struct cuzk_config {
     pub self_check: bool,
     /// Write `TIMELINE,...` lines to stderr (default: `CUZK_TIMELINE=1` in the environment).
     pub timeline_stderr: bool,
+    /// Append `TIMELINE,...` lines to this file (NUL-terminated, copied); NULL: the path in
+    /// `CUZK_TIMELINE` if it holds one, else none.
+    pub timeline_file: *const c_char,
 }
 
 /// One asynchronous job. Initialize with `cuzk_job_request_default`, then set the fields.
@@ -169,22 +172,24 @@ fn config_from(cfg: *const cuzk_config) -> Result<Config> {
             std::mem::size_of::<cuzk_config>()
         )));
     }
-    let params_dir = if c.params_dir.is_null() {
-        PathBuf::new()
-    } else {
+    let path = |p: *const c_char, what: &str| -> Result<Option<PathBuf>> {
+        if p.is_null() {
+            return Ok(None);
+        }
         // SAFETY: non-NULL, NUL-terminated string (documented).
-        let s = unsafe { CStr::from_ptr(c.params_dir) };
-        PathBuf::from(
-            s.to_str()
-                .map_err(|_| Error::invalid_argument("params_dir is not UTF-8"))?,
-        )
+        let s = unsafe { CStr::from_ptr(p) };
+        s.to_str()
+            .map(|s| Some(PathBuf::from(s)))
+            .map_err(|_| Error::invalid_argument(format!("{what} is not UTF-8")))
     };
+    let defaults = Config::default();
     Ok(Config {
         synthesis_workers: c.synthesis_workers as usize,
         memory_budget: c.memory_budget_bytes,
-        params_dir,
+        params_dir: path(c.params_dir, "params_dir")?.unwrap_or_default(),
         self_check: c.self_check,
         timeline_stderr: c.timeline_stderr,
+        timeline_file: path(c.timeline_file, "timeline_file")?.or(defaults.timeline_file),
     })
 }
 
@@ -208,6 +213,7 @@ pub extern "C" fn cuzk_config_default(out: *mut cuzk_config) {
             params_dir: std::ptr::null(),
             self_check: d.self_check,
             timeline_stderr: d.timeline_stderr,
+            timeline_file: std::ptr::null(),
         }
     }
 }
@@ -410,6 +416,84 @@ pub extern "C" fn cuzk_verify_seal(
         let valid = crate::fixture::verify_with_filecoin_proofs(c1, prover_id, sector_id, proof)?;
         // SAFETY: non-NULL (checked).
         unsafe { *valid_out = valid };
+        Ok(())
+    })
+}
+
+/// A snapshot of the engine, from `cuzk_engine_status`.
+#[repr(C)]
+pub struct cuzk_engine_report {
+    /// `sizeof(cuzk_engine_report)`: fields are only appended.
+    pub struct_size: u32,
+    /// Number of prover devices (the CPU prover counts as one).
+    pub devices: u32,
+    /// Devices proving a partition now.
+    pub devices_busy: u32,
+    pub _reserved: u32,
+    pub jobs_in_flight: u64,
+    /// Partitions waiting for a synthesis worker.
+    pub partitions_queued: u64,
+    pub partitions_synthesizing: u64,
+    /// Partitions synthesized and waiting for a prover.
+    pub partitions_ready: u64,
+    pub partitions_proving: u64,
+    pub memory_budget_bytes: u64,
+    pub memory_reserved_bytes: u64,
+    pub memory_peak_bytes: u64,
+    pub jobs_completed: u64,
+    pub jobs_failed: u64,
+    pub jobs_cancelled: u64,
+    pub params_resident: u64,
+}
+
+/// Writes a snapshot of the running engine to `*out`.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_status(out: *mut cuzk_engine_report, err_out: *mut cuzk_error) -> Status {
+    boundary(err_out, || {
+        if out.is_null() {
+            return Err(Error::invalid_argument("out is NULL"));
+        }
+        let s = running()?.status();
+        let r = cuzk_engine_report {
+            struct_size: std::mem::size_of::<cuzk_engine_report>() as u32,
+            devices: s.devices.len() as u32,
+            devices_busy: s.devices.iter().filter(|d| d.current.is_some()).count() as u32,
+            _reserved: 0,
+            jobs_in_flight: s.jobs_in_flight as u64,
+            partitions_queued: s.synthesis_queue as u64,
+            partitions_synthesizing: s.synthesizing,
+            partitions_ready: s.prover_queue as u64,
+            partitions_proving: s.proving,
+            memory_budget_bytes: s.memory_budget,
+            memory_reserved_bytes: s.memory_reserved,
+            memory_peak_bytes: s.memory_peak,
+            jobs_completed: s.completed,
+            jobs_failed: s.failed,
+            jobs_cancelled: s.cancelled,
+            params_resident: s.resident_params.len() as u64,
+        };
+        // SAFETY: non-NULL (checked).
+        unsafe { *out = r };
+        Ok(())
+    })
+}
+
+/// Writes the running engine's state as Prometheus text exposition (`format` 0) or as JSON
+/// with every device and resident parameter set (`format` 1) to `*text_out` (UTF-8, not
+/// NUL-terminated; free with `cuzk_bytes_free`).
+#[no_mangle]
+pub extern "C" fn cuzk_engine_metrics(format: u32, text_out: *mut cuzk_bytes, err_out: *mut cuzk_error) -> Status {
+    boundary(err_out, || {
+        if text_out.is_null() {
+            return Err(Error::invalid_argument("text_out is NULL"));
+        }
+        let s = running()?.status();
+        let text = match format {
+            0 => s.prometheus(),
+            1 => serde_json::to_string(&s).map_err(|e| Error::internal(format!("status JSON: {e}")))?,
+            f => return Err(Error::invalid_argument(format!("unknown metrics format {f}"))),
+        };
+        write_bytes(text_out, text.into_bytes());
         Ok(())
     })
 }
