@@ -7,6 +7,7 @@
  * Argument: "full" also proves the fixture through the drop-in; "errors" only checks errors
  * and cancellation (used by the AddressSanitizer build, to keep it short).
  */
+#define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,24 @@ int main(int argc, char **argv) {
     cuzk_bytes_free(&proof); /* twice is harmless */
     CHECK(counts.events >= 7, "timeline events seen: %d", counts.events);
   }
+  /* Status and metrics. */
+  cuzk_engine_report rep;
+  expect(cuzk_engine_status(NULL, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "status NULL");
+  expect(cuzk_engine_status(&rep, &err), CUZK_STATUS_OK, &err, "status");
+  CHECK(rep.struct_size == sizeof(rep) && rep.devices == 1 && rep.memory_budget_bytes > 0, "status report");
+  CHECK(rep.jobs_completed == (full ? 1u : 0u) && rep.jobs_cancelled >= 1, "job counters %llu %llu",
+        (unsigned long long)rep.jobs_completed, (unsigned long long)rep.jobs_cancelled);
+  cuzk_bytes text = {0};
+  expect(cuzk_engine_metrics(0, &text, &err), CUZK_STATUS_OK, &err, "prometheus");
+  char want[64];
+  snprintf(want, sizeof want, "cuzk_jobs_completed_total %d\n", full ? 1 : 0);
+  CHECK(text.ptr && memmem(text.ptr, text.len, want, strlen(want)) != NULL, "metrics lack %s", want);
+  cuzk_bytes_free(&text);
+  expect(cuzk_engine_metrics(1, &text, &err), CUZK_STATUS_OK, &err, "json status");
+  CHECK(text.len > 2 && text.ptr[0] == '{', "json status");
+  cuzk_bytes_free(&text);
+  expect(cuzk_engine_metrics(7, &text, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "unknown metrics format");
+
   cuzk_bytes_free(NULL);
   cuzk_error_free(NULL);
 

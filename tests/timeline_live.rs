@@ -1,0 +1,118 @@
+//! A live run on the 10-partition fixture: every partition's events arrive in a valid order,
+//! the analysis and SVG come out of them, a sink unregistered mid-run is never called again,
+//! and the TIMELINE log file parses back into the same analysis.
+
+mod common;
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+};
+
+use cuzk::{
+    analysis,
+    engine::{Config, Engine, JobRequest},
+    fixture,
+    porep::FixtureShape,
+    timeline::{Event, EventKind, NO_PARTITION},
+};
+
+#[test]
+fn ten_partition_run_has_every_event_in_order() {
+    let shape = FixtureShape { partitions: 10, layers: 0 };
+    let (spec, _, c1) = common::fixture(shape);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("timeline.log");
+    let engine = Engine::start(Config {
+        params_dir: common::params_dir(),
+        timeline_file: Some(log.clone()),
+        ..Config::default()
+    })
+    .unwrap();
+    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let ev = events.clone();
+    engine.add_timeline_sink(Arc::new(move |e| ev.lock().unwrap().push(e.clone())));
+
+    // A sink that is unregistered (from another thread) in the middle of the run.
+    let calls = Arc::new(AtomicU64::new(0));
+    let c = calls.clone();
+    let flaky = engine.add_timeline_sink(Arc::new(move |_| {
+        c.fetch_add(1, Ordering::SeqCst);
+    }));
+
+    let id = engine
+        .submit(JobRequest { c1: c1.clone(), sector_id: spec.sector_id, prover_id: spec.prover_id(), priority: 0, fixture: shape })
+        .unwrap();
+    let seen_at_unregister = std::thread::scope(|s| {
+        s.spawn(|| {
+            while events.lock().unwrap().iter().filter(|e| e.kind == EventKind::GpuEnd).count() < 3 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            assert!(engine.remove_timeline_sink(flaky));
+            calls.load(Ordering::SeqCst)
+        })
+        .join()
+        .unwrap()
+    });
+    let out = engine.await_job(id, None).unwrap();
+    engine.shutdown();
+    assert_eq!(out.proof.len(), 10 * 192);
+    assert!(seen_at_unregister > 0);
+    assert_eq!(calls.load(Ordering::SeqCst), seen_at_unregister, "sink called after unregister");
+    assert!(fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof).unwrap());
+
+    let evs = events.lock().unwrap().clone();
+    let mut at: HashMap<(EventKind, u32), Vec<u64>> = HashMap::new();
+    for e in evs.iter().filter(|e| e.job == id) {
+        at.entry((e.kind, e.partition)).or_default().push(e.t_us);
+    }
+    let one = |k: EventKind, p: u32| {
+        let v = &at[&(k, p)];
+        assert_eq!(v.len(), 1, "{k:?} partition {p}");
+        v[0]
+    };
+    let queued = one(EventKind::JobQueued, NO_PARTITION);
+    let done = one(EventKind::JobDone, NO_PARTITION);
+    for p in 0..10 {
+        let seq = [
+            queued,
+            one(EventKind::SynthStart, p),
+            one(EventKind::SynthEnd, p),
+            one(EventKind::ChanSend, p),
+            one(EventKind::GpuPickup, p),
+            one(EventKind::GpuStart, p),
+            one(EventKind::GpuEnd, p),
+            done,
+        ];
+        assert!(seq.windows(2).all(|w| w[0] <= w[1]), "partition {p}: {seq:?}");
+        assert!(seq[1] < seq[2] && seq[5] < seq[6], "partition {p}: {seq:?}");
+    }
+
+    let a = analysis::analyze(&evs);
+    assert_eq!(a.partitions.len(), 10);
+    assert_eq!(a.incomplete, 0);
+    assert_eq!(a.devices.len(), 1);
+    assert!(a.devices[0].busy_pct_run > 0.0 && a.devices[0].busy_pct_steady <= 100.0 + 1e-9);
+    let svg = analysis::waterfall_svg(&a, "live");
+    assert_eq!(svg.matches("prove: ").count(), 10);
+    let mut depth = 0i64;
+    for e in svg::read(&svg).unwrap() {
+        match e {
+            svg::parser::Event::Error(e) => panic!("malformed SVG: {e}"),
+            svg::parser::Event::Tag(_, svg::node::element::tag::Type::Start, _) => depth += 1,
+            svg::parser::Event::Tag(_, svg::node::element::tag::Type::End, _) => depth -= 1,
+            _ => {}
+        }
+    }
+    assert_eq!(depth, 0);
+
+    // The log file tells the same story (millisecond precision, 3 decimals).
+    let from_log = analysis::parse_log(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    assert_eq!(from_log.len(), evs.len());
+    let b = analysis::analyze(&from_log);
+    assert_eq!(b.partitions.len(), 10);
+    assert_eq!(b.gaps.len(), a.gaps.len());
+}
