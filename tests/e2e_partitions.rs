@@ -80,26 +80,10 @@ fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
 
     // Timeline of the good job: every partition's events, in order.
     let evs = events.lock().unwrap().clone();
-    let t = |kind: EventKind, p: u32| {
-        let v: Vec<u64> = evs.iter().filter(|e| e.job == good && e.kind == kind && e.partition == p).map(|e| e.t_us).collect();
-        assert_eq!(v.len(), 1, "{kind:?} of partition {p}: {v:?}");
-        v[0]
-    };
-    for p in 0..2 {
-        let seq = [
-            t(EventKind::SynthStart, p),
-            t(EventKind::SynthEnd, p),
-            t(EventKind::ChanSend, p),
-            t(EventKind::GpuPickup, p),
-            t(EventKind::GpuStart, p),
-            t(EventKind::GpuEnd, p),
-        ];
-        assert!(seq.windows(2).all(|w| w[0] <= w[1]), "partition {p}: {seq:?}");
-        assert!(seq[0] < seq[1] && seq[4] < seq[5]);
-    }
+    let times = common::assert_partition_order(&evs, good, 2);
     // Per-partition dispatch: partition 0 is being proved before partition 1's synthesis ends
     // (one synthesis worker, so they cannot have been synthesized together).
-    assert!(t(EventKind::GpuStart, 0) < t(EventKind::SynthEnd, 1));
+    assert!(times[0][4] < times[1][1]);
     let done: Vec<_> = evs.iter().filter(|e| e.job == good && e.kind == EventKind::JobDone).collect();
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].partition, NO_PARTITION);

@@ -5,7 +5,6 @@
 mod common;
 
 use std::{
-    collections::HashMap,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc, Mutex,
@@ -17,7 +16,7 @@ use cuzk::{
     engine::{Config, Engine, JobRequest},
     fixture,
     porep::FixtureShape,
-    timeline::{Event, EventKind, NO_PARTITION},
+    timeline::{Event, EventKind},
 };
 
 #[test]
@@ -65,31 +64,7 @@ fn ten_partition_run_has_every_event_in_order() {
     assert!(fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof).unwrap());
 
     let evs = events.lock().unwrap().clone();
-    let mut at: HashMap<(EventKind, u32), Vec<u64>> = HashMap::new();
-    for e in evs.iter().filter(|e| e.job == id) {
-        at.entry((e.kind, e.partition)).or_default().push(e.t_us);
-    }
-    let one = |k: EventKind, p: u32| {
-        let v = &at[&(k, p)];
-        assert_eq!(v.len(), 1, "{k:?} partition {p}");
-        v[0]
-    };
-    let queued = one(EventKind::JobQueued, NO_PARTITION);
-    let done = one(EventKind::JobDone, NO_PARTITION);
-    for p in 0..10 {
-        let seq = [
-            queued,
-            one(EventKind::SynthStart, p),
-            one(EventKind::SynthEnd, p),
-            one(EventKind::ChanSend, p),
-            one(EventKind::GpuPickup, p),
-            one(EventKind::GpuStart, p),
-            one(EventKind::GpuEnd, p),
-            done,
-        ];
-        assert!(seq.windows(2).all(|w| w[0] <= w[1]), "partition {p}: {seq:?}");
-        assert!(seq[1] < seq[2] && seq[5] < seq[6], "partition {p}: {seq:?}");
-    }
+    common::assert_partition_order(&evs, id, 10);
 
     let a = analysis::analyze(&evs);
     assert_eq!(a.partitions.len(), 10);
@@ -98,16 +73,7 @@ fn ten_partition_run_has_every_event_in_order() {
     assert!(a.devices[0].busy_pct_run > 0.0 && a.devices[0].busy_pct_steady <= 100.0 + 1e-9);
     let svg = analysis::waterfall_svg(&a, "live");
     assert_eq!(svg.matches("prove: ").count(), 10);
-    let mut depth = 0i64;
-    for e in svg::read(&svg).unwrap() {
-        match e {
-            svg::parser::Event::Error(e) => panic!("malformed SVG: {e}"),
-            svg::parser::Event::Tag(_, svg::node::element::tag::Type::Start, _) => depth += 1,
-            svg::parser::Event::Tag(_, svg::node::element::tag::Type::End, _) => depth -= 1,
-            _ => {}
-        }
-    }
-    assert_eq!(depth, 0);
+    analysis::check_svg(&svg).unwrap();
 
     // The log file tells the same story (millisecond precision, 3 decimals).
     let from_log = analysis::parse_log(&std::fs::read_to_string(&log).unwrap()).unwrap();

@@ -69,16 +69,24 @@ impl ShapeArgs {
     }
 }
 
+/// The job a command works on: a C1 output, whose sector it is, and its shape.
+#[derive(Args, Clone)]
+struct JobArgs {
+    /// C1 output file (raw JSON or Commit2In envelope).
+    #[arg(long)]
+    c1: PathBuf,
+    #[command(flatten)]
+    id: Identity,
+    #[command(flatten)]
+    shape: ShapeArgs,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Prove a C1 output (raw JSON or Commit2In envelope) and write the proof bytes.
     Prove {
-        #[arg(long)]
-        c1: PathBuf,
         #[command(flatten)]
-        id: Identity,
-        #[command(flatten)]
-        shape: ShapeArgs,
+        job: JobArgs,
         #[arg(short = 'o', long)]
         output: PathBuf,
         /// Synthesis workers (0: automatic).
@@ -93,12 +101,8 @@ enum Cmd {
     },
     /// Verify a proof with filecoin-proofs' verify_seal; exit code 0 only when valid.
     Verify {
-        #[arg(long)]
-        c1: PathBuf,
         #[command(flatten)]
-        id: Identity,
-        #[command(flatten)]
-        shape: ShapeArgs,
+        job: JobArgs,
         #[arg(long)]
         proof: PathBuf,
     },
@@ -111,12 +115,8 @@ enum Cmd {
     },
     /// filecoin-proofs' own seal_commit_phase2 on a C1 output (the baseline), timed.
     Baseline {
-        #[arg(long)]
-        c1: PathBuf,
         #[command(flatten)]
-        id: Identity,
-        #[command(flatten)]
-        shape: ShapeArgs,
+        job: JobArgs,
         #[arg(short = 'o', long)]
         output: Option<PathBuf>,
     },
@@ -185,12 +185,8 @@ enum BenchCmd {
     /// cuzk's C2 against filecoin-proofs' seal_commit_phase2 on the same C1, each in its own
     /// child process (so peak RSS is each one's own), alternating, in one run.
     C2 {
-        #[arg(long)]
-        c1: PathBuf,
         #[command(flatten)]
-        id: Identity,
-        #[command(flatten)]
-        shape: ShapeArgs,
+        job: JobArgs,
         /// Rounds (each round runs both).
         #[arg(long, default_value_t = 1)]
         runs: usize,
@@ -269,9 +265,7 @@ fn print_report(out: &JobOutput) {
 fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
     match cmd {
         Cmd::Prove {
-            c1,
-            id,
-            shape,
+            job: JobArgs { c1, id, shape },
             output,
             synthesis_workers,
             no_self_check,
@@ -298,7 +292,10 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             print_result_line("cuzk", out.wall_ms, out.proof.len());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Baseline { c1, id, shape, output } => {
+        Cmd::Baseline {
+            job: JobArgs { c1, id, shape },
+            output,
+        } => {
             let bytes = read(&c1)?;
             let parsed = porep::parse_c1(&bytes)?;
             fixture::apply_fixture_tables(parsed.c1.registered_proof, shape.shape())?;
@@ -311,8 +308,11 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             print_result_line("filecoin-proofs", wall_ms, proof.len());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Bench(BenchCmd::C2 { c1, id, shape, runs, json }) => bench_c2(&c1, &id, shape, runs, json),
-        Cmd::Verify { c1, id, shape, proof } => {
+        Cmd::Bench(BenchCmd::C2 { job, runs, json }) => bench_c2(&job, runs, json),
+        Cmd::Verify {
+            job: JobArgs { c1, id, shape },
+            proof,
+        } => {
             let bytes = read(&c1)?;
             let proof = read(&proof)?;
             let parsed = porep::parse_c1(&bytes)?;
@@ -347,7 +347,9 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             }
             let a = analysis::analyze(&evs);
             print!("{}", analysis::report(&a));
-            write_file(&svg, analysis::waterfall_svg(&a, &format!("cuzk timeline: {}", file.display())).as_bytes())?;
+            let picture = analysis::waterfall_svg(&a, &format!("cuzk timeline: {}", file.display()));
+            analysis::check_svg(&picture).map_err(Error::internal)?;
+            write_file(&svg, picture.as_bytes())?;
             println!("waterfall: {}", svg.display());
             if let Some(j) = json {
                 write_file(&j, &serde_json::to_vec_pretty(&a).expect("json"))?;
@@ -466,7 +468,8 @@ fn run_child(args: &[String]) -> Result<Sample, Error> {
     Ok(s)
 }
 
-fn bench_c2(c1: &PathBuf, id: &Identity, shape: ShapeArgs, runs: usize, json: Option<PathBuf>) -> Result<ExitCode, Error> {
+fn bench_c2(job: &JobArgs, runs: usize, json: Option<PathBuf>) -> Result<ExitCode, Error> {
+    let JobArgs { c1, id, shape } = job;
     let pid = hex::encode(id.prover_id()?);
     let dir = tempfile::tempdir().map_err(|e| Error::internal(format!("tempdir: {e}")))?;
     let common = |cmd: &str, out: &str| -> Vec<String> {

@@ -318,24 +318,24 @@ impl Engine {
             }]),
             cfg,
         });
-        let mut threads = Vec::new();
-        for w in 0..inner.cfg.synthesis_workers {
-            let inner = inner.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("cuzk-synth-{w}"))
-                    .spawn(move || synth_worker(&inner, w))
-                    .map_err(|e| Error::internal(format!("cannot start a synthesis thread: {e}")))?,
-            );
-        }
-        for d in 0..inner.backends.len() {
-            let inner = inner.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("cuzk-prove-{d}"))
-                    .spawn(move || prove_worker(&inner, d))
-                    .map_err(|e| Error::internal(format!("cannot start a prover thread: {e}")))?,
-            );
+        let mut threads: Vec<JoinHandle<()>> = Vec::new();
+        let workers = (0..inner.cfg.synthesis_workers)
+            .map(|w| (format!("cuzk-synth-{w}"), Box::new(move |i: &Arc<Inner>| synth_worker(i, w)) as Box<dyn FnOnce(&Arc<Inner>) + Send>))
+            .chain((0..inner.backends.len()).map(|d| {
+                (format!("cuzk-prove-{d}"), Box::new(move |i: &Arc<Inner>| prove_worker(i, d)) as Box<dyn FnOnce(&Arc<Inner>) + Send>)
+            }));
+        for (name, work) in workers {
+            let i = inner.clone();
+            match std::thread::Builder::new().name(name).spawn(move || work(&i)) {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    // Stop what was started before reporting.
+                    inner.synth_q.close();
+                    inner.prove_q.close();
+                    threads.into_iter().for_each(|t| drop(t.join()));
+                    return Err(Error::internal(format!("cannot start a worker thread: {e}")));
+                }
+            }
         }
         log::info!(
             "cuzk engine started: {} synthesis workers, devices [{}], budget {} MiB, params {}",
@@ -437,16 +437,19 @@ impl Engine {
         Ok(id)
     }
 
-    /// Waits for a job. `timeout` None waits forever. On success or failure the job is removed
-    /// from the table (a second await answers NOT_FOUND); on TIMEOUT it stays.
-    pub fn await_job(&self, id: u64, timeout: Option<Duration>) -> Result<JobOutput> {
-        let job = self
-            .inner
+    fn job(&self, id: u64) -> Result<Arc<Job>> {
+        self.inner
             .jobs
             .lock()
             .get(&id)
             .cloned()
-            .ok_or_else(|| Error::new(Status::NotFound, format!("no job {id} (never submitted, or already awaited)")))?;
+            .ok_or_else(|| Error::new(Status::NotFound, format!("no job {id} (never submitted, or already awaited)")))
+    }
+
+    /// Waits for a job. `timeout` None waits forever. On success or failure the job is removed
+    /// from the table (a second await answers NOT_FOUND); on TIMEOUT it stays.
+    pub fn await_job(&self, id: u64, timeout: Option<Duration>) -> Result<JobOutput> {
+        let job = self.job(id)?;
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut st = job.state.lock();
         while st.result.is_none() {
@@ -467,9 +470,7 @@ impl Engine {
 
     /// Non-blocking state of a job: None while running.
     pub fn poll(&self, id: u64) -> Result<Option<Result<JobOutput>>> {
-        let job = self.inner.jobs.lock().get(&id).cloned().ok_or_else(|| {
-            Error::new(Status::NotFound, format!("no job {id}"))
-        })?;
+        let job = self.job(id)?;
         let st = job.state.lock();
         Ok(st.result.clone())
     }
@@ -478,9 +479,7 @@ impl Engine {
     /// finish, their memory is freed, and await answers CANCELLED. Cancelling a finished job
     /// changes nothing.
     pub fn cancel(&self, id: u64) -> Result<()> {
-        let job = self.inner.jobs.lock().get(&id).cloned().ok_or_else(|| {
-            Error::new(Status::NotFound, format!("no job {id}"))
-        })?;
+        let job = self.job(id)?;
         finish(&self.inner, &job, Err(Error::new(Status::Cancelled, format!("job {id} was cancelled"))));
         Ok(())
     }

@@ -7,6 +7,7 @@ use cuzk::{
     engine,
     fixture::{self, FixtureSpec, SetupReport},
     porep::FixtureShape,
+    timeline::{Event, EventKind, NO_PARTITION},
 };
 
 /// The parameter cache the tests use (outside the repository; `make test` fills it once).
@@ -27,4 +28,33 @@ pub fn fixture(shape: FixtureShape) -> (FixtureSpec, SetupReport, Vec<u8>) {
     let rep = fixture::setup(&spec, &params_dir()).expect("fixture setup");
     let c1 = std::fs::read(&rep.c1_path).unwrap();
     (spec, rep, c1)
+}
+
+/// Asserts that each of `job`'s partitions has exactly one of each partition event, in the
+/// order SYNTH_START < SYNTH_END <= CHAN_SEND <= GPU_PICKUP <= GPU_START < GPU_END, all between
+/// JOB_QUEUED and JOB_DONE. Returns each partition's times in that order.
+pub fn assert_partition_order(evs: &[Event], job: u64, partitions: u32) -> Vec<[u64; 6]> {
+    let one = |kind: EventKind, p: u32| {
+        let v: Vec<u64> = evs.iter().filter(|e| e.job == job && e.kind == kind && e.partition == p).map(|e| e.t_us).collect();
+        assert_eq!(v.len(), 1, "{kind:?} of partition {p}: {v:?}");
+        v[0]
+    };
+    let queued = one(EventKind::JobQueued, NO_PARTITION);
+    let done = one(EventKind::JobDone, NO_PARTITION);
+    (0..partitions)
+        .map(|p| {
+            let seq = [
+                one(EventKind::SynthStart, p),
+                one(EventKind::SynthEnd, p),
+                one(EventKind::ChanSend, p),
+                one(EventKind::GpuPickup, p),
+                one(EventKind::GpuStart, p),
+                one(EventKind::GpuEnd, p),
+            ];
+            assert!(queued <= seq[0] && seq[5] <= done, "partition {p} outside its job");
+            assert!(seq.windows(2).all(|w| w[0] <= w[1]), "partition {p}: {seq:?}");
+            assert!(seq[0] < seq[1] && seq[4] < seq[5], "partition {p}: {seq:?}");
+            seq
+        })
+        .collect()
 }
