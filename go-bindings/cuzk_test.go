@@ -170,8 +170,9 @@ func TestCancelThenDropInAndTimeline(t *testing.T) {
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Fatalf("cancellation took %v", d)
 	}
-	if st, err := engine.State(id); err != nil || st != JobFailed {
-		t.Fatalf("state after cancel: %v %v", st, err)
+	// Await reaped the cancelled job: nothing is left behind in the engine.
+	if _, err := engine.State(id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("state after cancelled await: %v", err)
 	}
 
 	proof, err := SealCommitPhase2(fixture, testSector, testMiner)
@@ -305,8 +306,14 @@ func TestTimelinePanicIsRecoveredAndUnregisterIsFinal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if st, err := engine.State(id); err != nil || st != JobRunning {
+		t.Fatalf("state after submit: %v %v", st, err)
+	}
 	if err := engine.Cancel(id); err != nil {
 		t.Fatal(err)
+	}
+	if st, err := engine.State(id); err != nil || st != JobFailed {
+		t.Fatalf("state after cancel: %v %v", st, err)
 	}
 	if _, err := engine.Await(context.Background(), id); !errors.Is(err, ErrCancelled) {
 		t.Fatalf("await: %v", err)

@@ -21,6 +21,9 @@ import (
 type Config struct {
 	// SynthesisWorkers is the number of partitions synthesized at once (0: automatic).
 	SynthesisWorkers uint32
+	// SynthesisLookahead is how many synthesized partitions may wait for a prover before
+	// synthesis pauses (0: automatic, 2 per prover device).
+	SynthesisLookahead uint32
 	// MemoryBudget in bytes for resident parameters plus in-flight partitions (0: 90% of the
 	// memory available at start).
 	MemoryBudget uint64
@@ -74,6 +77,7 @@ func Start(cfg Config) (*Engine, error) {
 	var c C.cuzk_config
 	C.cuzk_config_default(&c)
 	c.synthesis_workers = C.uint32_t(cfg.SynthesisWorkers)
+	c.synthesis_lookahead = C.uint32_t(cfg.SynthesisLookahead)
 	c.memory_budget_bytes = C.uint64_t(cfg.MemoryBudget)
 	c.self_check = C.bool(!cfg.DisableSelfCheck)
 	c.timeline_stderr = C.bool(cfg.TimelineStderr)
@@ -136,12 +140,12 @@ const awaitSlice = 100 * time.Millisecond
 
 // Await waits for a job and returns its proof (partitions × 192 bytes). If ctx ends first,
 // the job is cancelled in the engine and the error matches both ctx.Err() and ErrCancelled.
-// After Await returns (other than for the context), the job is gone: a second Await returns
-// ErrNotFound.
+// After Await returns, the job is gone: a second Await returns ErrNotFound.
 func (e *Engine) Await(ctx context.Context, id JobID) ([]byte, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			_ = e.Cancel(id)
+			e.reap(id)
 			return nil, &cancelledError{ctxErr: err, job: id}
 		}
 		var out C.cuzk_bytes
@@ -156,6 +160,16 @@ func (e *Engine) Await(ctx context.Context, id JobID) ([]byte, error) {
 		}
 		return takeBytes(&out), nil
 	}
+}
+
+// reap removes a finished job from the engine's table without waiting (its result is dropped).
+func (e *Engine) reap(id JobID) {
+	var out C.cuzk_bytes
+	var cerr C.cuzk_error
+	if C.cuzk_await(C.uint64_t(id), 0, &out, &cerr) == C.CUZK_STATUS_OK {
+		C.cuzk_bytes_free(&out)
+	}
+	C.cuzk_error_free(&cerr)
 }
 
 // Prove submits a job and awaits it.

@@ -175,6 +175,11 @@ typedef struct cuzk_config {
    */
   uint32_t synthesis_workers;
   /**
+   * Synthesized partitions allowed to wait for a prover before synthesis pauses; 0:
+   * automatic (2 per prover device).
+   */
+  uint32_t synthesis_lookahead;
+  /**
    * Memory budget in bytes for resident parameters plus in-flight partitions; 0: 90% of
    * the memory available at start.
    */

@@ -312,6 +312,11 @@ pub fn event_table(events: &[Event]) -> String {
     s
 }
 
+/// Gaps shorter than this are hand-over noise: not listed, not drawn.
+const NOISE_US: u64 = 1000;
+/// How many gaps the report lists.
+const LIST_GAPS: usize = 20;
+
 /// Human summary: per-partition durations, devices, gaps.
 pub fn report(a: &Analysis) -> String {
     let mut s = String::new();
@@ -344,7 +349,13 @@ pub fn report(a: &Analysis) -> String {
         a.gap_ms(GapClass::Drain) / 1e3,
         a.gaps.len()
     ));
-    for g in &a.gaps {
+    // The longest gaps of at least a millisecond (shorter ones are scheduling noise).
+    let mut long: Vec<&Gap> = a.gaps.iter().filter(|g| g.end_us - g.start_us >= NOISE_US).collect();
+    long.sort_by_key(|g| std::cmp::Reverse(g.end_us - g.start_us));
+    if long.len() > LIST_GAPS {
+        s.push_str(&format!("  the {LIST_GAPS} longest of {} gaps >= 1 ms:\n", long.len()));
+    }
+    for g in long.iter().take(LIST_GAPS) {
         s.push_str(&format!(
             "  device {} {:>9.3}..{:>9.3} s  {:>9.1} ms  {:?}{}\n",
             g.device,
@@ -474,7 +485,7 @@ pub fn waterfall_svg(a: &Analysis, title: &str) -> String {
         }
     }
     // Gaps under the prover lanes.
-    for g in &a.gaps {
+    for g in a.gaps.iter().filter(|g| g.end_us - g.start_us >= NOISE_US) {
         let y = top + (lane_of_dev(g.device) + 1.0) * lane_h - 6.0;
         let r = Rectangle::new()
             .set("x", x(g.start_us))
@@ -497,7 +508,11 @@ pub fn waterfall_svg(a: &Analysis, title: &str) -> String {
     }
     d.push_str(&format!(" L {} {level_y} L {} {base} Z", x(a.run_end_us), x(a.run_end_us)));
     doc = doc.add(Path::new().set("d", d).set("fill", "#c7d7ea").set("stroke", "#4e79a7"));
-    doc = doc.add(Text::new(format!("synthesis concurrency (max {})", a.max_synth_concurrency)).set("x", 8).set("y", conc_top + 12.0));
+    doc = doc.add(
+        Text::new(format!("synthesis concurrency (max {}, mean {:.2})", a.max_synth_concurrency, a.mean_synth_concurrency))
+            .set("x", left)
+            .set("y", conc_top - 4.0),
+    );
     // Legend.
     let ly = conc_top + conc_h + 34.0;
     let mut lx = left;

@@ -181,3 +181,39 @@ fn commit2in_envelope_is_the_same_job() {
     e.cancel(id).unwrap();
     assert_eq!(e.await_job(id, None).unwrap_err().status, Status::Cancelled);
 }
+
+/// A prover that returns a wrong proof (fault injection): the self-check must catch it.
+struct Corrupting;
+
+impl cuzk::prover::ProverBackend for Corrupting {
+    fn name(&self) -> &'static str {
+        "corrupting"
+    }
+    fn prove(
+        &self,
+        asg: cuzk::prover::ProvingAssignment,
+        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        r: blstrs::Scalar,
+        s: blstrs::Scalar,
+        times: &mut cuzk::prover::StageTimes,
+    ) -> cuzk::Result<bellperson::groth16::Proof<blstrs::Bls12>> {
+        use group::{prime::PrimeCurveAffine, Curve};
+        let mut p = cuzk::prover::cpu::CpuProver.prove(asg, params, r, s, times)?;
+        p.c = (p.c.to_curve() + blstrs::G1Affine::generator()).to_affine();
+        Ok(p)
+    }
+}
+
+#[test]
+fn self_check_catches_a_wrong_proof() {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let e = Engine::start_with_backends(
+        Config { params_dir: common::params_dir(), ..Config::default() },
+        vec![Box::new(Corrupting)],
+    )
+    .unwrap();
+    let err = e.prove(req(&c1, spec.sector_id, spec.prover_id())).unwrap_err();
+    assert_eq!(err.status, Status::VerifyFailed, "{err}");
+    assert_eq!(e.status().devices[0].name, "corrupting");
+    assert_eq!(e.status().failed, 1);
+}

@@ -169,6 +169,9 @@ enum BenchCmd {
         /// Synthesis workers (0: automatic).
         #[arg(long, default_value_t = 0)]
         synthesis_workers: usize,
+        /// Synthesized partitions that may wait for a prover (0: automatic).
+        #[arg(long, default_value_t = 0)]
+        lookahead: usize,
         /// Also run filecoin-proofs' seal_commit_phase2 COUNT times, CONCURRENCY at once.
         #[arg(long)]
         baseline: bool,
@@ -364,11 +367,13 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             count,
             concurrency,
             synthesis_workers,
+            lookahead,
             baseline,
             svg,
             json,
             timeline,
         }) => bench_batch(BatchArgs {
+            lookahead,
             c1,
             sector_id,
             prover_id: porep::prover_id_from_miner(miner_id),
@@ -520,6 +525,7 @@ fn write_file(path: &PathBuf, data: &[u8]) -> Result<(), Error> {
 }
 
 struct BatchArgs {
+    lookahead: usize,
     c1: PathBuf,
     sector_id: u64,
     prover_id: [u8; 32],
@@ -582,6 +588,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     fixture::apply_fixture_tables(parsed.c1.registered_proof, a.shape)?;
     let engine = Engine::start(Config {
         synthesis_workers: a.synthesis_workers,
+        synthesis_lookahead: a.lookahead,
         params_dir: a.params_dir.clone(),
         timeline_file: a.timeline.clone(),
         ..Config::default()
@@ -704,7 +711,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     }
     let summary = serde_json::json!({
         "c1": a.c1, "count": a.count, "concurrency": a.concurrency,
-        "synthesis_workers": a.synthesis_workers,
+        "synthesis_workers": a.synthesis_workers, "synthesis_lookahead": a.lookahead,
         "seconds": total_s, "proofs_per_min": ppm, "failed": failed,
         "peak_rss_bytes": peak_rss(),
         "memory_reserved_peak_bytes": status.memory_peak, "memory_budget_bytes": status.memory_budget,

@@ -47,6 +47,9 @@ use crate::{
 pub struct Config {
     /// Partitions synthesized at once (each on its own thread). 0: automatic.
     pub synthesis_workers: usize,
+    /// Synthesized partitions allowed to wait for a prover before synthesis pauses (keeps
+    /// memory to what the provers can use soon). 0: automatic (2 per prover).
+    pub synthesis_lookahead: usize,
     /// Memory budget in bytes for resident parameters plus in-flight partitions. 0: automatic
     /// (90% of the memory available at start).
     pub memory_budget: u64,
@@ -65,6 +68,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             synthesis_workers: 0,
+            synthesis_lookahead: 0,
             memory_budget: 0,
             params_dir: PathBuf::new(),
             self_check: true,
@@ -149,7 +153,9 @@ struct Job {
     id: u64,
     seq: u64,
     priority: i32,
-    circuits: Arc<dyn SealCircuits>,
+    /// The job's circuits (vanilla proofs: up to ~50 MB for 32GiB); dropped when the job ends,
+    /// so that a result nobody awaits costs little.
+    circuits: Mutex<Option<Arc<dyn SealCircuits>>>,
     submitted: Instant,
     /// Set once the job has a result (done, failed, cancelled): remaining work is dropped.
     stop: Arc<AtomicBool>,
@@ -167,6 +173,13 @@ impl Job {
     }
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
+    }
+    /// The circuits, unless the job has ended.
+    fn circuits(&self) -> Result<Arc<dyn SealCircuits>> {
+        self.circuits
+            .lock()
+            .clone()
+            .ok_or_else(|| Error::new(Status::Cancelled, format!("job {} has ended", self.id)))
     }
 }
 
@@ -298,9 +311,25 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts an engine with its worker threads.
+    /// Starts an engine with its worker threads and the CPU prover.
     pub fn start(cfg: Config) -> Result<Engine> {
+        Self::start_with_backends(cfg, vec![Box::new(CpuProver)])
+    }
+
+    /// Starts an engine with the given prover backends, one prover worker each (partitions go
+    /// to whichever is free).
+    pub fn start_with_backends(cfg: Config, backends: Vec<Box<dyn ProverBackend>>) -> Result<Engine> {
+        if backends.is_empty() {
+            return Err(Error::invalid_argument("at least one prover backend is needed"));
+        }
         let cfg = cfg.resolved();
+        let devices = backends
+            .iter()
+            .map(|b| DeviceStatus {
+                name: b.name().to_string(),
+                ..Default::default()
+            })
+            .collect();
         let inner = Arc::new(Inner {
             budget: Budget::new(cfg.memory_budget),
             srs: SrsCache::new(cfg.params_dir.clone()),
@@ -311,11 +340,8 @@ impl Engine {
             running: AtomicBool::new(true),
             timeline: Timeline::new(Instant::now()),
             counters: Counters::default(),
-            backends: vec![Box::new(CpuProver)],
-            devices: Mutex::new(vec![DeviceStatus {
-                name: "cpu".into(),
-                ..Default::default()
-            }]),
+            backends,
+            devices: Mutex::new(devices),
             cfg,
         });
         let mut threads: Vec<JoinHandle<()>> = Vec::new();
@@ -412,7 +438,7 @@ impl Engine {
             id,
             seq: id,
             priority: req.priority,
-            circuits,
+            circuits: Mutex::new(Some(circuits)),
             submitted: Instant::now(),
             stop: Arc::new(AtomicBool::new(false)),
             state: Mutex::new(JobState {
@@ -574,9 +600,10 @@ fn finish(inner: &Inner, job: &Job, res: Result<JobOutput>) {
         }
     }
     st.result = Some(res);
-    // Free the proofs of abandoned partitions.
+    // Free the proofs of abandoned partitions, and the circuits' data.
     st.proofs.iter_mut().for_each(|p| *p = None);
     drop(st);
+    job.circuits.lock().take();
     job.done.notify_all();
     inner.timeline.emit(kind, job.id, NO_PARTITION, 0, job.submitted.elapsed().as_millis() as u64, &detail);
 }
@@ -586,7 +613,14 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn synth_worker(inner: &Arc<Inner>, w: usize) {
-    while let Some((key, item)) = inner.synth_q.pop() {
+    let lookahead = match inner.cfg.synthesis_lookahead {
+        0 => 2 * inner.backends.len(),
+        n => n,
+    };
+    loop {
+        // Do not run ahead of the provers: synthesized partitions hold their memory until proved.
+        inner.prove_q.wait_below(lookahead, || !inner.running.load(Ordering::Acquire));
+        let Some((key, item)) = inner.synth_q.pop() else { break };
         let SynthItem { job, partition } = item;
         if job.stopped() {
             continue;
@@ -598,7 +632,8 @@ fn synth_worker(inner: &Arc<Inner>, w: usize) {
 }
 
 fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usize) -> Result<()> {
-    let srs = inner.srs.get(job.circuits.params_id(), &inner.budget)?;
+    let Ok(circuits) = job.circuits() else { return Ok(()) };
+    let srs = inner.srs.get(circuits.params_id(), &inner.budget)?;
     let bytes = srs.size.working_bytes();
     let stop = || {
         if job.stopped() {
@@ -617,7 +652,8 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
     let start = Instant::now();
     inner.timeline.emit(EventKind::SynthStart, job.id, k as u32, w as u32, bytes, "");
     inner.counters.synthesizing.fetch_add(1, Ordering::Relaxed);
-    let synthesized = job.circuits.synthesize(k, Some(srs.size), Some(job.stop.clone()));
+    let synthesized = circuits.synthesize(k, Some(srs.size), Some(job.stop.clone()));
+    drop(circuits);
     inner.counters.synthesizing.fetch_sub(1, Ordering::Relaxed);
     let assignment = match synthesized {
         Ok(a) => a,
@@ -737,8 +773,9 @@ fn assemble(inner: &Inner, job: &Job, srs: &Srs) -> Result<JobOutput> {
     let t = Instant::now();
     let mut verified = false;
     if inner.cfg.self_check {
+        let circuits = job.circuits()?;
         let inputs = (0..proofs.len())
-            .map(|k| job.circuits.public_inputs(k))
+            .map(|k| circuits.public_inputs(k))
             .collect::<Result<Vec<_>>>()?;
         let refs: Vec<&Proof<Bls12>> = proofs.iter().collect();
         let ok = verify_proofs_batch(&srs.pvk, &mut OsRng, &refs, &inputs)
@@ -771,6 +808,7 @@ pub fn start_global(cfg: Config) -> Result<Arc<Engine>> {
         let have = e.config();
         // Automatic values (0) match whatever was resolved.
         let same = (cfg.synthesis_workers == 0 || want.synthesis_workers == have.synthesis_workers)
+            && want.synthesis_lookahead == have.synthesis_lookahead
             && (cfg.memory_budget == 0 || want.memory_budget == have.memory_budget)
             && want.params_dir == have.params_dir
             && want.self_check == have.self_check

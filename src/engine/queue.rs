@@ -55,6 +55,7 @@ struct Inner<T> {
 pub struct PriorityQueue<T> {
     inner: Mutex<Inner<T>>,
     ready: Condvar,
+    taken: Condvar,
 }
 
 impl<T> Default for PriorityQueue<T> {
@@ -65,6 +66,7 @@ impl<T> Default for PriorityQueue<T> {
                 closed: false,
             }),
             ready: Condvar::new(),
+            taken: Condvar::new(),
         }
     }
 }
@@ -87,12 +89,22 @@ impl<T> PriorityQueue<T> {
         let mut g = self.inner.lock();
         loop {
             if let Some(e) = g.heap.pop() {
+                drop(g);
+                self.taken.notify_all();
                 return Some((e.key, e.item));
             }
             if g.closed {
                 return None;
             }
             self.ready.wait(&mut g);
+        }
+    }
+
+    /// Waits until fewer than `n` items are queued, the queue is closed, or `give_up()` says so.
+    pub fn wait_below(&self, n: usize, give_up: impl Fn() -> bool) {
+        let mut g = self.inner.lock();
+        while g.heap.len() >= n && !g.closed && !give_up() {
+            self.taken.wait_for(&mut g, std::time::Duration::from_millis(50));
         }
     }
 
@@ -103,6 +115,7 @@ impl<T> PriorityQueue<T> {
         let rest = std::mem::take(&mut g.heap).into_iter().map(|e| e.item).collect();
         drop(g);
         self.ready.notify_all();
+        self.taken.notify_all();
         rest
     }
 
@@ -133,5 +146,22 @@ mod tests {
         assert_eq!(q.close(), vec!["left"]);
         assert!(q.pop().is_none());
         assert!(q.push(k(0, 0, 0), "late").is_err());
+    }
+
+    #[test]
+    fn wait_below_wakes_when_an_item_is_taken() {
+        let q = std::sync::Arc::new(PriorityQueue::default());
+        let k = Key { priority: 0, job_seq: 0, partition: 0 };
+        q.push(k, 1).unwrap();
+        q.push(k, 2).unwrap();
+        let q2 = q.clone();
+        let t = std::thread::spawn(move || {
+            q2.wait_below(2, || false);
+            q2.len()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!t.is_finished());
+        q.pop().unwrap();
+        assert_eq!(t.join().unwrap(), 1);
     }
 }

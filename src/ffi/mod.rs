@@ -51,6 +51,9 @@ pub struct cuzk_config {
     pub struct_size: u32,
     /// Partitions synthesized at once; 0: automatic (one per core, 2 to 16).
     pub synthesis_workers: u32,
+    /// Synthesized partitions allowed to wait for a prover before synthesis pauses; 0:
+    /// automatic (2 per prover device).
+    pub synthesis_lookahead: u32,
     /// Memory budget in bytes for resident parameters plus in-flight partitions; 0: 90% of
     /// the memory available at start.
     pub memory_budget_bytes: u64,
@@ -185,6 +188,7 @@ fn config_from(cfg: *const cuzk_config) -> Result<Config> {
     let defaults = Config::default();
     Ok(Config {
         synthesis_workers: c.synthesis_workers as usize,
+        synthesis_lookahead: c.synthesis_lookahead as usize,
         memory_budget: c.memory_budget_bytes,
         params_dir: path(c.params_dir, "params_dir")?.unwrap_or_default(),
         self_check: c.self_check,
@@ -209,6 +213,7 @@ pub extern "C" fn cuzk_config_default(out: *mut cuzk_config) {
         *out = cuzk_config {
             struct_size: std::mem::size_of::<cuzk_config>() as u32,
             synthesis_workers: 0,
+            synthesis_lookahead: 0,
             memory_budget_bytes: 0,
             params_dir: std::ptr::null(),
             self_check: d.self_check,
