@@ -107,33 +107,6 @@ typedef int32_t cuzk_status;
 #endif // __cplusplus
 
 /**
- * Event kinds. The numbers are part of the C ABI: never renumber, only append.
- */
-enum EventKind
-#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
-  : uint32_t
-#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
- {
-  EVENT_KIND_JOB_QUEUED = 0,
-  EVENT_KIND_SYNTH_START = 1,
-  EVENT_KIND_SYNTH_END = 2,
-  EVENT_KIND_CHAN_SEND = 3,
-  EVENT_KIND_GPU_PICKUP = 4,
-  EVENT_KIND_GPU_START = 5,
-  EVENT_KIND_GPU_END = 6,
-  EVENT_KIND_JOB_DONE = 7,
-  EVENT_KIND_JOB_FAILED = 8,
-  EVENT_KIND_JOB_CANCELLED = 9,
-};
-#ifndef __cplusplus
-#if __STDC_VERSION__ >= 202311L
-typedef enum EventKind EventKind;
-#else
-typedef uint32_t EventKind;
-#endif // __STDC_VERSION__ >= 202311L
-#endif // __cplusplus
-
-/**
  * State of a job, from `cuzk_poll`.
  */
 enum cuzk_job_state
@@ -159,6 +132,33 @@ enum cuzk_job_state
 typedef enum cuzk_job_state cuzk_job_state;
 #else
 typedef int32_t cuzk_job_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Event kinds. The numbers are part of the C ABI: never renumber, only append.
+ */
+enum cuzk_event_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  CUZK_EVENT_KIND_JOB_QUEUED = 0,
+  CUZK_EVENT_KIND_SYNTH_START = 1,
+  CUZK_EVENT_KIND_SYNTH_END = 2,
+  CUZK_EVENT_KIND_CHAN_SEND = 3,
+  CUZK_EVENT_KIND_GPU_PICKUP = 4,
+  CUZK_EVENT_KIND_GPU_START = 5,
+  CUZK_EVENT_KIND_GPU_END = 6,
+  CUZK_EVENT_KIND_JOB_DONE = 7,
+  CUZK_EVENT_KIND_JOB_FAILED = 8,
+  CUZK_EVENT_KIND_JOB_CANCELLED = 9,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum cuzk_event_kind cuzk_event_kind;
+#else
+typedef uint32_t cuzk_event_kind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -296,7 +296,7 @@ typedef struct cuzk_timeline_event {
    */
   uint32_t struct_size;
   /**
-   * Event kind: 0 JOB_QUEUED, 1 SYNTH_START, 2 SYNTH_END, 3 CHAN_SEND, 4 GPU_PICKUP,
+   * Event kind, a `cuzk_event_kind` value: 0 JOB_QUEUED, 1 SYNTH_START, 2 SYNTH_END, 3 CHAN_SEND, 4 GPU_PICKUP,
    * 5 GPU_START, 6 GPU_END, 7 JOB_DONE, 8 JOB_FAILED, 9 JOB_CANCELLED.
    */
   uint32_t kind;
@@ -329,8 +329,6 @@ typedef struct cuzk_timeline_event {
  * several at once; must not block and must not call back into cuzk's engine functions.
  */
 typedef void (*cuzk_timeline_cb)(void *userdata, const struct cuzk_timeline_event *ev);
-
-#define EventKind_ALL { EventKind_JobQueued, EventKind_SynthStart, EventKind_SynthEnd, EventKind_ChanSend, EventKind_GpuPickup, EventKind_GpuStart, EventKind_GpuEnd, EventKind_JobDone, EventKind_JobFailed, EventKind_JobCancelled, }
 
 #ifdef __cplusplus
 extern "C" {

@@ -31,7 +31,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 10] = [
+    const ALL: [EventKind; 10] = [
         EventKind::JobQueued,
         EventKind::SynthStart,
         EventKind::SynthEnd,

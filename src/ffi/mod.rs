@@ -92,7 +92,7 @@ pub struct cuzk_job_request {
 pub struct cuzk_timeline_event {
     /// `sizeof(cuzk_timeline_event)`: fields are only appended.
     pub struct_size: u32,
-    /// Event kind: 0 JOB_QUEUED, 1 SYNTH_START, 2 SYNTH_END, 3 CHAN_SEND, 4 GPU_PICKUP,
+    /// Event kind, a `cuzk_event_kind` value: 0 JOB_QUEUED, 1 SYNTH_START, 2 SYNTH_END, 3 CHAN_SEND, 4 GPU_PICKUP,
     /// 5 GPU_START, 6 GPU_END, 7 JOB_DONE, 8 JOB_FAILED, 9 JOB_CANCELLED.
     pub kind: u32,
     /// Microseconds since engine start (monotonic).
