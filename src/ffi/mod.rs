@@ -130,11 +130,7 @@ fn write_error(err_out: *mut cuzk_error, e: &Error) {
 /// Runs `f` behind the panic boundary; writes `err_out` on failure.
 fn boundary(err_out: *mut cuzk_error, f: impl FnOnce() -> Result<()>) -> Status {
     let res = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let msg = p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
+        let msg = crate::error::panic_message(p.as_ref());
         Err(Error::new(Status::Panic, format!("Rust panic: {msg}")))
     });
     match res {

@@ -209,11 +209,7 @@ pub(crate) fn no_panic<T>(what: &str, status: Status, f: impl FnOnce() -> Result
     match std::panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let msg = crate::error::panic_message(p.as_ref());
             Err(Error::new(status, format!("{what} panicked: {msg}")))
         }
     }
