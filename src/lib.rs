@@ -11,6 +11,7 @@ pub mod ffi;
 pub mod fixture;
 pub mod porep;
 pub mod prover;
+pub mod selftest;
 pub mod timeline;
 
 pub use engine::{Config, Engine, JobOutput, JobRequest};

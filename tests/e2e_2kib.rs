@@ -189,16 +189,19 @@ impl cuzk::prover::ProverBackend for Corrupting {
     fn name(&self) -> &'static str {
         "corrupting"
     }
+    fn prepare(&self, srs: &cuzk::engine::srs::Srs) -> cuzk::Result<()> {
+        srs.params().map(|_| ())
+    }
     fn prove(
         &self,
-        asg: cuzk::prover::ProvingAssignment,
-        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        asg: &mut Option<cuzk::prover::ProvingAssignment>,
+        srs: &cuzk::engine::srs::Srs,
         r: blstrs::Scalar,
         s: blstrs::Scalar,
         times: &mut cuzk::prover::StageTimes,
     ) -> cuzk::Result<bellperson::groth16::Proof<blstrs::Bls12>> {
         use group::{prime::PrimeCurveAffine, Curve};
-        let mut p = cuzk::prover::cpu::CpuProver.prove(asg, params, r, s, times)?;
+        let mut p = cuzk::prover::cpu::CpuProver.prove(asg, srs, r, s, times)?;
         p.c = (p.c.to_curve() + blstrs::G1Affine::generator()).to_affine();
         Ok(p)
     }

@@ -104,7 +104,7 @@ fn cpu_prover_equals_bellperson_create_proof() {
         let s = Fr::random(&mut rng);
         let theirs = groth16::create_proof(Toy { x: Some(x), rounds }, &params, r, s).unwrap();
         let asg = ProvingAssignment::synthesize(Toy { x: Some(x), rounds }, None).unwrap();
-        let ours = CpuProver.prove(asg, &params, r, s, &mut StageTimes::default()).unwrap();
+        let ours = CpuProver.prove_with_params(asg, &params, r, s, &mut StageTimes::default()).unwrap();
         let (mut a, mut b) = (vec![], vec![]);
         theirs.write(&mut a).unwrap();
         ours.write(&mut b).unwrap();
@@ -120,7 +120,7 @@ fn wrong_parameters_are_an_error_not_a_panic() {
     let params = groth16::generate_random_parameters::<Bls12, _, _>(Toy { x: None, rounds: 10 }, &mut rng).unwrap();
     let asg = ProvingAssignment::synthesize(Toy { x: Some(Fr::ONE), rounds: 40 }, None).unwrap();
     let e = CpuProver
-        .prove(asg, &params, Fr::ONE, Fr::ONE, &mut StageTimes::default())
+        .prove_with_params(asg, &params, Fr::ONE, Fr::ONE, &mut StageTimes::default())
         .unwrap_err();
     assert_eq!(e.status, cuzk::Status::Proving, "{e}");
 }

@@ -137,6 +137,16 @@ enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Check this host's provers: prove a small synthetic circuit on each GPU the engine would
+    /// use (CUZK_DEVICES) and on the CPU, verify every proof, print the times.
+    Selftest {
+        /// Constraints in the synthetic circuit.
+        #[arg(long, default_value_t = 1 << 16)]
+        constraints: usize,
+        /// Devices as in CUZK_DEVICES (auto, cpu, N).
+        #[arg(long, default_value = "auto")]
+        devices: String,
+    },
     /// Set up the 2KiB fixture, prove it through the engine, verify it, show the timeline.
     Demo {
         #[command(flatten)]
@@ -175,6 +185,10 @@ enum BenchCmd {
         /// Also run filecoin-proofs' seal_commit_phase2 COUNT times, CONCURRENCY at once.
         #[arg(long)]
         baseline: bool,
+        /// Also run an external incumbent build (bench/fp-baseline) as LABEL=PATH, after cuzk,
+        /// with the same inputs, count and concurrency; repeatable.
+        #[arg(long = "baseline-bin", value_name = "LABEL=PATH")]
+        baseline_bins: Vec<String>,
         /// Waterfall SVG output.
         #[arg(long, default_value = "cuzk-waterfall.svg")]
         svg: PathBuf,
@@ -359,6 +373,25 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Selftest { constraints, devices } => {
+            let dir = tempfile::tempdir().map_err(|e| Error::internal(format!("temp dir: {e}")))?;
+            let rep = cuzk::selftest::run(constraints, &devices, dir.path())?;
+            println!(
+                "self-test circuit: {} constraints (parameters generated in {:.1} s)",
+                rep.constraints,
+                rep.params_ms / 1e3
+            );
+            for r in &rep.results {
+                println!(
+                    "  {:<8} prove {:>9.1} ms (GPU call {:.1} ms)  verified: {}",
+                    r.backend,
+                    r.prove_ms,
+                    r.stages.gpu_ms,
+                    if r.verified { "yes" } else { "NO" }
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Bench(BenchCmd::Batch {
             c1,
             sector_id,
@@ -369,6 +402,7 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             synthesis_workers,
             lookahead,
             baseline,
+            baseline_bins,
             svg,
             json,
             timeline,
@@ -377,11 +411,13 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             c1,
             sector_id,
             prover_id: porep::prover_id_from_miner(miner_id),
+            miner_id,
             shape: shape.shape(),
             count,
             concurrency,
             synthesis_workers,
             baseline,
+            baseline_bins,
             svg,
             json,
             timeline,
@@ -529,11 +565,13 @@ struct BatchArgs {
     c1: PathBuf,
     sector_id: u64,
     prover_id: [u8; 32],
+    miner_id: u64,
     shape: FixtureShape,
     count: usize,
     concurrency: usize,
     synthesis_workers: usize,
     baseline: bool,
+    baseline_bins: Vec<String>,
     svg: PathBuf,
     json: PathBuf,
     timeline: Option<PathBuf>,
@@ -548,6 +586,8 @@ struct ProofTimes {
     queue_ms: f64,
     synth_ms: f64,
     prove_ms: f64,
+    /// GPU call time summed over partitions (GPU backends).
+    gpu_ms: f64,
     verified: bool,
 }
 
@@ -642,6 +682,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
                     queue_ms: out.partitions.iter().map(|p| p.queue_ms).fold(f64::INFINITY, f64::min),
                     synth_ms: out.partitions.iter().map(|p| p.synth_ms).sum(),
                     prove_ms: out.partitions.iter().map(|p| p.prove_ms).sum(),
+                    gpu_ms: out.partitions.iter().map(|p| p.stages.gpu_ms).sum(),
                     verified: valid && out.verified,
                 });
             }
@@ -666,6 +707,16 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         );
     }
     let ppm = times.len() as f64 / total_s * 60.0;
+    let parts = an.partitions.len();
+    let gpu_sum: f64 = times.iter().map(|t| t.gpu_ms).sum();
+    if gpu_sum > 0.0 && parts > 0 {
+        println!(
+            "\nGPU call per partition: mean {:.0} ms (prove incl. pickup {:.0} ms); synthesis per partition {:.0} ms",
+            gpu_sum / parts as f64,
+            times.iter().map(|t| t.prove_ms).sum::<f64>() / parts as f64,
+            times.iter().map(|t| t.synth_ms).sum::<f64>() / parts as f64,
+        );
+    }
     println!();
     print!("{}", analysis::report(&an).split("\n\n").nth(2).unwrap_or(""));
     println!(
@@ -709,6 +760,41 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         println!("throughput ratio cuzk / filecoin-proofs: {:.2}x", ppm / base_ppm);
         baseline = serde_json::json!({"proofs": ok.len(), "seconds": base_s, "proofs_per_min": base_ppm, "wall_ms": ok, "ratio": ppm / base_ppm});
     }
+    let mut externals = Vec::new();
+    for spec in &a.baseline_bins {
+        let (label, path) = spec
+            .split_once('=')
+            .ok_or_else(|| Error::invalid_argument(format!("--baseline-bin wants LABEL=PATH, not {spec:?}")))?;
+        eprintln!("running {label}: {path}");
+        let out = std::process::Command::new(path)
+            .args(["--c1", &a.c1.display().to_string()])
+            .args(["--sector-id", &a.sector_id.to_string(), "--miner-id", &a.miner_id.to_string()])
+            .args(["--partitions", &a.shape.partitions.to_string(), "--layers", &a.shape.layers.to_string()])
+            .args(["-c", &a.count.to_string(), "-j", &a.concurrency.to_string(), "--label", label])
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| Error::internal(format!("cannot run {path}: {e}")))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let v: serde_json::Value = stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l).ok())
+            .ok_or_else(|| Error::internal(format!("{label} printed no summary ({}): {stdout}", out.status)))?;
+        let base_ppm = v["proofs_per_min"].as_f64().unwrap_or(0.0);
+        println!(
+            "{label}: {} proofs ({} failed) in {:.1} s = {:.2} proofs/min, peak RSS {} MiB; cuzk / {label}: {:.2}x",
+            v["proofs"],
+            v["failures"],
+            v["wall_s"].as_f64().unwrap_or(0.0),
+            base_ppm,
+            v["peak_rss_bytes"].as_u64().unwrap_or(0) >> 20,
+            ppm / base_ppm
+        );
+        if !out.status.success() {
+            failed += 1;
+        }
+        externals.push(serde_json::json!({"label": label, "result": v, "ratio": ppm / base_ppm}));
+    }
     let summary = serde_json::json!({
         "c1": a.c1, "count": a.count, "concurrency": a.concurrency,
         "synthesis_workers": a.synthesis_workers, "synthesis_lookahead": a.lookahead,
@@ -723,7 +809,8 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         },
         "max_synth_concurrency": an.max_synth_concurrency,
         "mean_synth_concurrency": an.mean_synth_concurrency,
-        "proofs": times, "baseline": baseline,
+        "proofs": times, "baseline": baseline, "external_baselines": externals,
+        "prover_devices": status.devices.iter().map(|d| d.name.clone()).collect::<Vec<_>>(),
     });
     write_file(&a.json, &serde_json::to_vec_pretty(&summary).expect("json"))?;
     println!("summary: {}", a.json.display());

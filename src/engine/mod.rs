@@ -62,6 +62,10 @@ pub struct Config {
     pub timeline_stderr: bool,
     /// Append `TIMELINE,...` log lines to this file.
     pub timeline_file: Option<PathBuf>,
+    /// Which provers to use: `auto` (every usable GPU, else the CPU), `cpu`, `N` (the first N
+    /// GPUs). Empty: `CUZK_DEVICES`, else `auto`. A build without the `cuda` feature always
+    /// proves on the CPU.
+    pub devices: String,
 }
 
 impl Default for Config {
@@ -77,6 +81,7 @@ impl Default for Config {
             timeline_file: std::env::var_os("CUZK_TIMELINE")
                 .filter(|v| !v.is_empty() && v != "1" && v != "stderr" && v != "0")
                 .map(PathBuf::from),
+            devices: String::new(),
         }
     }
 }
@@ -95,6 +100,9 @@ impl Config {
         }
         if self.memory_budget == 0 {
             self.memory_budget = budget::default_budget();
+        }
+        if self.devices.is_empty() {
+            self.devices = std::env::var("CUZK_DEVICES").unwrap_or_else(|_| "auto".into());
         }
         if self.synthesis_workers == 0 {
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -228,6 +236,10 @@ struct Inner {
     timeline: Timeline,
     counters: Counters,
     backends: Vec<Box<dyn ProverBackend>>,
+    /// CPU prover for partitions a GPU failed on.
+    fallback: CpuProver,
+    /// Parameter ids every backend has prepared.
+    prepared: Mutex<std::collections::HashSet<String>>,
     devices: Mutex<Vec<DeviceStatus>>,
 }
 
@@ -311,9 +323,11 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts an engine with its worker threads and the CPU prover.
+    /// Starts an engine with its worker threads and the provers `cfg.devices` selects.
     pub fn start(cfg: Config) -> Result<Engine> {
-        Self::start_with_backends(cfg, vec![Box::new(CpuProver)])
+        let cfg = cfg.resolved();
+        let backends = select_backends(&cfg.devices)?;
+        Self::start_with_backends(cfg, backends)
     }
 
     /// Starts an engine with the given prover backends, one prover worker each (partitions go
@@ -341,6 +355,8 @@ impl Engine {
             timeline: Timeline::new(Instant::now()),
             counters: Counters::default(),
             backends,
+            fallback: CpuProver,
+            prepared: Mutex::new(Default::default()),
             devices: Mutex::new(devices),
             cfg,
         });
@@ -413,7 +429,8 @@ impl Engine {
     pub fn preload(&self, req: &JobRequest) -> Result<()> {
         let parsed = porep::parse_c1(&req.c1)?;
         let prepared = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture)?;
-        self.inner.srs.get(prepared.circuits.params_id(), &self.inner.budget).map(|_| ())
+        let srs = self.inner.srs.get(prepared.circuits.params_id(), &self.inner.budget)?;
+        prepare_backends(&self.inner, &srs)
     }
 
     /// Validates a job and queues its partitions; returns the job id.
@@ -612,6 +629,79 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// Chooses the prover backends for a `devices` setting (see [`Config::devices`]).
+pub fn select_backends(devices: &str) -> Result<Vec<Box<dyn ProverBackend>>> {
+    let want = devices.trim().to_ascii_lowercase();
+    let cpu = || -> Vec<Box<dyn ProverBackend>> { vec![Box::new(CpuProver)] };
+    let limit = match want.as_str() {
+        "" | "auto" | "gpu" => None,
+        "cpu" | "none" | "0" => return Ok(cpu()),
+        n => Some(n.parse::<usize>().map_err(|_| {
+            Error::invalid_argument(format!(
+                "devices must be `auto`, `cpu` or a number of GPUs, not {devices:?} \
+                 (to pick particular GPUs, set CUDA_VISIBLE_DEVICES)"
+            ))
+        })?),
+    };
+    #[cfg(feature = "cuda")]
+    {
+        match crate::prover::gpu::discover() {
+            crate::prover::gpu::Discovery::Devices(found) => {
+                if let Some(n) = limit {
+                    if n > found.len() {
+                        return Err(Error::invalid_argument(format!(
+                            "{n} GPUs asked for, {} usable found",
+                            found.len()
+                        )));
+                    }
+                }
+                // supraseal-c2 serializes its calls process-wide and proves a single
+                // partition on the first GPU, so one worker drives it.
+                let d = found.into_iter().next().expect("non-empty");
+                log::info!(
+                    "cuzk: proving on GPU {} ({}, sm_{}{}, {} SMs, {} MiB free)",
+                    d.ordinal,
+                    d.name,
+                    d.capability.0,
+                    d.capability.1,
+                    d.multiprocessors,
+                    d.free_mem >> 20
+                );
+                Ok(vec![Box::new(crate::prover::gpu::SuprasealProver::new(d))])
+            }
+            crate::prover::gpu::Discovery::None(why) => {
+                if limit.is_some() || want == "gpu" {
+                    return Err(Error::new(Status::Unsupported, format!("no usable GPU: {why}")));
+                }
+                log::warn!("cuzk: no usable GPU ({why}): proving on the CPU");
+                Ok(cpu())
+            }
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        if limit.is_some() || want == "gpu" {
+            return Err(Error::new(
+                Status::Unsupported,
+                "this cuzk was built without the `cuda` feature: only `cpu` devices",
+            ));
+        }
+        Ok(cpu())
+    }
+}
+
+/// Lets every backend load a circuit's parameters the first time they are used.
+fn prepare_backends(inner: &Inner, srs: &Srs) -> Result<()> {
+    if inner.prepared.lock().contains(&srs.id) {
+        return Ok(());
+    }
+    for b in &inner.backends {
+        b.prepare(srs)?;
+    }
+    inner.prepared.lock().insert(srs.id.clone());
+    Ok(())
+}
+
 fn synth_worker(inner: &Arc<Inner>, w: usize) {
     let lookahead = match inner.cfg.synthesis_lookahead {
         0 => 2 * inner.backends.len(),
@@ -634,6 +724,7 @@ fn synth_worker(inner: &Arc<Inner>, w: usize) {
 fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usize) -> Result<()> {
     let Ok(circuits) = job.circuits() else { return Ok(()) };
     let srs = inner.srs.get(circuits.params_id(), &inner.budget)?;
+    prepare_backends(inner, &srs)?;
     let bytes = srs.size.working_bytes();
     let stop = || {
         if job.stopped() {
@@ -725,15 +816,33 @@ fn prove_one(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, item: Pr
     inner.timeline.emit(EventKind::GpuStart, job.id, k as u32, d as u32, 0, backend.name());
     inner.counters.proving.fetch_add(1, Ordering::Relaxed);
     inner.devices.lock()[d].current = Some((job.id, k));
-    let proved = porep::no_panic("proving", Status::Proving, || {
-        backend.prove(assignment, &srs.params, r, s, &mut stages)
+    // A GPU error must not fail the job: GPU backends leave the assignment in place, and a
+    // partition they fail on is proved again on the CPU.
+    let mut assignment = Some(assignment);
+    let mut proved = porep::no_panic("proving", Status::Proving, || {
+        backend.prove(&mut assignment, &srs, r, s, &mut stages)
     });
+    if let (Err(e), true, Some(_)) = (&proved, backend.is_gpu(), &assignment) {
+        log::warn!(
+            "{}: partition {k} of job {} failed ({}): retrying on the CPU",
+            backend.name(),
+            job.id,
+            e.message
+        );
+        inner.timeline.emit(EventKind::GpuEnd, job.id, k as u32, d as u32, ms(pickup.elapsed()) as u64, "failed;retry=cpu");
+        inner.timeline.emit(EventKind::GpuStart, job.id, k as u32, d as u32, 0, "cpu-retry");
+        stages = StageTimes::default();
+        proved = porep::no_panic("proving", Status::Proving, || {
+            inner.fallback.prove(&mut assignment, &srs, r, s, &mut stages)
+        });
+    }
     inner.counters.proving.fetch_sub(1, Ordering::Relaxed);
     {
         let mut devs = inner.devices.lock();
         devs[d].current = None;
         devs[d].partitions_proved += proved.is_ok() as u64;
     }
+    drop(assignment);
     let proof = proved?;
     let prove_ms = ms(pickup.elapsed());
     inner.timeline.emit(EventKind::GpuEnd, job.id, k as u32, d as u32, prove_ms as u64, backend.name());

@@ -3,13 +3,13 @@
 use std::{
     collections::HashMap,
     fs::File,
-    io::BufReader,
+    io::{BufReader, Read, Seek, SeekFrom},
     path::{Path, PathBuf},
     sync::Arc,
     time::Instant,
 };
 
-use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey};
+use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey, VerifyingKey};
 use blstrs::Bls12;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
@@ -21,16 +21,89 @@ use crate::{
     prover::CircuitSize,
 };
 
-/// One circuit's parameters, resident in memory.
+/// One circuit's parameters. The verifying key and sizes are read at once (a few KB); the full
+/// parameter set is loaded into host memory only when a host-side prover needs it (the CPU
+/// backend, or a CPU retry after a GPU error): GPU backends keep their own device-ready copy.
 pub struct Srs {
     pub id: String,
     pub path: PathBuf,
-    pub params: Parameters<Bls12>,
+    pub vk: VerifyingKey<Bls12>,
     pub pvk: PreparedVerifyingKey<Bls12>,
     /// Circuit size as the parameters describe it (constraints rounded up to the domain).
     pub size: CircuitSize,
-    pub load_ms: f64,
-    _reservation: Reservation,
+    /// Size of the `.params` file in bytes.
+    pub file_len: u64,
+    budget: Arc<Budget>,
+    full: OnceCell<(Parameters<Bls12>, Reservation, f64)>,
+}
+
+impl Srs {
+    /// The full parameters in host memory, loaded (and charged to the budget) on first use.
+    pub fn params(&self) -> Result<&Parameters<Bls12>> {
+        self.full
+            .get_or_try_init(|| load_full(&self.path, self.file_len, &self.budget))
+            .map(|(p, _, _)| p)
+    }
+
+    /// Whether the full parameters are in host memory.
+    pub fn host_resident(&self) -> bool {
+        self.full.get().is_some()
+    }
+
+    /// Milliseconds the full load took, once done.
+    pub fn load_ms(&self) -> Option<f64> {
+        self.full.get().map(|(_, _, ms)| *ms)
+    }
+
+    /// The memory budget parameters are charged to (GPU backends reserve their copies here).
+    pub fn budget(&self) -> &Arc<Budget> {
+        &self.budget
+    }
+}
+
+fn load_full(path: &Path, len: u64, budget: &Arc<Budget>) -> Result<(Parameters<Bls12>, Reservation, f64)> {
+    let reservation = budget.try_acquire(len).ok_or_else(|| {
+        Error::new(
+            Status::ResourceExhausted,
+            format!(
+                "parameters {} ({} MiB) do not fit in the free memory budget ({} of {} MiB used)",
+                path.display(),
+                len >> 20,
+                budget.used() >> 20,
+                budget.total() >> 20
+            ),
+        )
+    })?;
+    let t = Instant::now();
+    let file = File::open(path).map_err(|e| Error::params(format!("cannot open {}: {e}", path.display())))?;
+    let params = Parameters::<Bls12>::read(BufReader::with_capacity(1 << 22, file), false)
+        .map_err(|e| Error::params(format!("cannot read parameters {}: {e}", path.display())))?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    log::info!("loaded parameters {} into host memory in {:.0} ms", path.display(), ms);
+    Ok((params, reservation, ms))
+}
+
+/// Reads the verifying key and the circuit size from the head of a `.params` file.
+fn read_header(path: &Path) -> Result<(VerifyingKey<Bls12>, CircuitSize)> {
+    let bad = |e: std::io::Error| Error::params(format!("cannot read parameters {}: {e}", path.display()));
+    let file = File::open(path).map_err(|e| Error::params(format!("cannot open {}: {e}", path.display())))?;
+    let mut r = BufReader::new(file);
+    let vk = VerifyingKey::<Bls12>::read(&mut r).map_err(bad)?;
+    let mut n = [0u8; 4];
+    r.read_exact(&mut n).map_err(bad)?;
+    let h_len = u32::from_be_bytes(n) as i64;
+    // Uncompressed G1 points: 96 bytes each.
+    r.seek(SeekFrom::Current(h_len * 96)).map_err(bad)?;
+    r.read_exact(&mut n).map_err(bad)?;
+    let l_len = u32::from_be_bytes(n) as usize;
+    Ok((
+        vk.clone(),
+        CircuitSize {
+            constraints: h_len as usize + 1,
+            inputs: vk.ic.len(),
+            aux: l_len,
+        },
+    ))
 }
 
 type Slot = Arc<OnceCell<Arc<Srs>>>;
@@ -53,12 +126,12 @@ impl SrsCache {
         &self.dir
     }
 
-    /// Ids of the parameter sets now resident.
+    /// Ids of the parameter sets now resident in host memory.
     pub fn resident(&self) -> Vec<String> {
         self.slots
             .lock()
             .iter()
-            .filter(|(_, s)| s.get().is_some())
+            .filter(|(_, s)| s.get().is_some_and(|srs| srs.host_resident()))
             .map(|(k, _)| k.clone())
             .collect()
     }
@@ -79,48 +152,25 @@ impl SrsCache {
                 path.display()
             ))
         })?;
-        let reservation = budget
-            .try_acquire(meta.len())
-            .ok_or_else(|| {
-                Error::new(
-                    Status::ResourceExhausted,
-                    format!(
-                        "parameters {} ({} MiB) do not fit in the free memory budget ({} of {} MiB used)",
-                        path.display(),
-                        meta.len() >> 20,
-                        budget.used() >> 20,
-                        budget.total() >> 20
-                    ),
-                )
-            })?;
-        let t = Instant::now();
-        let file = File::open(&path)
-            .map_err(|e| Error::params(format!("cannot open {}: {e}", path.display())))?;
-        let params = Parameters::<Bls12>::read(BufReader::with_capacity(1 << 22, file), false)
-            .map_err(|e| Error::params(format!("cannot read parameters {}: {e}", path.display())))?;
-        let pvk = prepare_verifying_key(&params.vk);
-        let size = CircuitSize {
-            constraints: params.h.len() + 1,
-            inputs: params.vk.ic.len(),
-            aux: params.l.len(),
-        };
-        let load_ms = t.elapsed().as_secs_f64() * 1e3;
+        let (vk, size) = read_header(&path)?;
+        let pvk = prepare_verifying_key(&vk);
         log::info!(
-            "loaded parameters {} in {:.0} ms (domain {}, {} inputs, {} aux)",
+            "parameters {}: domain {}, {} inputs, {} aux, {} MiB",
             path.display(),
-            load_ms,
             size.constraints,
             size.inputs,
-            size.aux
+            size.aux,
+            meta.len() >> 20
         );
         Ok(Srs {
             id: id.to_string(),
             path,
-            params,
+            vk,
             pvk,
             size,
-            load_ms,
-            _reservation: reservation,
+            file_len: meta.len(),
+            budget: budget.clone(),
+            full: OnceCell::new(),
         })
     }
 }

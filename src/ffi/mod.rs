@@ -11,6 +11,9 @@
 
 #![allow(non_camel_case_types)]
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
+
 use std::{
     ffi::{c_char, c_void, CStr, CString},
     panic::{catch_unwind, AssertUnwindSafe},
@@ -190,6 +193,7 @@ fn config_from(cfg: *const cuzk_config) -> Result<Config> {
         self_check: c.self_check,
         timeline_stderr: c.timeline_stderr,
         timeline_file: path(c.timeline_file, "timeline_file")?.or(defaults.timeline_file),
+        devices: defaults.devices,
     })
 }
 

@@ -16,7 +16,8 @@ use ff::PrimeField;
 use group::{prime::PrimeCurveAffine, Curve};
 use rayon::prelude::*;
 
-use super::{assignment::ProvingAssignment, ProverBackend, StageTimes};
+use super::{assignment::{CircuitSize, ProvingAssignment}, ProverBackend, StageTimes};
+use crate::engine::srs::Srs;
 use crate::error::{Error, Result};
 
 /// The CPU backend. Multi-exponentiations and FFTs run on ec-gpu-gen's worker pool
@@ -58,27 +59,36 @@ pub fn compute_h(
 
 /// Checks that an assignment matches the parameters it is to be proved with.
 pub fn check_shape(asg: &ProvingAssignment, params: &Parameters<Bls12>) -> Result<()> {
+    check_size(
+        asg,
+        &CircuitSize {
+            constraints: params.h.len() + 1,
+            inputs: params.vk.ic.len(),
+            aux: params.l.len(),
+        },
+    )
+}
+
+/// Checks an assignment against the size the parameters describe (`constraints` = domain).
+pub fn check_size(asg: &ProvingAssignment, want: &CircuitSize) -> Result<()> {
     let size = asg.size();
     let domain = size.domain();
-    if params.vk.ic.len() != size.inputs {
+    if want.inputs != size.inputs {
         return Err(Error::proving(format!(
             "circuit has {} public inputs, parameters expect {}",
-            size.inputs,
-            params.vk.ic.len()
+            size.inputs, want.inputs
         )));
     }
-    if params.l.len() != size.aux {
+    if want.aux != size.aux {
         return Err(Error::proving(format!(
             "circuit has {} aux variables, parameters expect {}",
-            size.aux,
-            params.l.len()
+            size.aux, want.aux
         )));
     }
-    if params.h.len() != domain - 1 {
+    if want.constraints != domain {
         return Err(Error::proving(format!(
             "circuit domain is {}, parameters expect {}",
-            domain,
-            params.h.len() + 1
+            domain, want.constraints
         )));
     }
     Ok(())
@@ -131,7 +141,27 @@ impl ProverBackend for CpuProver {
         "cpu"
     }
 
+    fn prepare(&self, srs: &Srs) -> Result<()> {
+        srs.params().map(|_| ())
+    }
+
     fn prove(
+        &self,
+        asg: &mut Option<ProvingAssignment>,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> Result<Proof<Bls12>> {
+        let params = srs.params()?;
+        let asg = asg.take().ok_or_else(|| Error::internal("no assignment to prove"))?;
+        self.prove_with_params(asg, params, r, s, times)
+    }
+}
+
+impl CpuProver {
+    /// Proves one assignment against parameters already in memory.
+    pub fn prove_with_params(
         &self,
         asg: ProvingAssignment,
         params: &Parameters<Bls12>,

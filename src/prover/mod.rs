@@ -3,14 +3,16 @@
 
 pub mod assignment;
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod reference;
 
 pub use assignment::{CircuitSize, ProvingAssignment};
 
-use bellperson::groth16::{Parameters, Proof};
+use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar as Fr};
 
-use crate::error::Result;
+use crate::{engine::srs::Srs, error::Result};
 
 /// Time spent in the stages of one partition's proof, in milliseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -19,6 +21,10 @@ pub struct StageTimes {
     pub ntt_ms: f64,
     /// Multi-exponentiations.
     pub msm_ms: f64,
+    /// Whole GPU call (NTT + MSMs + the host-side parts it runs), for GPU backends.
+    pub gpu_ms: f64,
+    /// Host-side preparation before the GPU call (assignment mapping, SRS lookup).
+    pub host_ms: f64,
 }
 
 /// Something that turns one synthesized partition into a Groth16 proof.
@@ -26,11 +32,23 @@ pub trait ProverBackend: Send + Sync {
     /// Short name used in logs and timeline events ("cpu", "cuda:0", ...).
     fn name(&self) -> &'static str;
 
-    /// Proves one assignment with the randomness `r`, `s`.
+    /// Whether this backend runs on a GPU (a failed partition is then retried on the CPU).
+    fn is_gpu(&self) -> bool {
+        false
+    }
+
+    /// Makes the parameters ready for proving (loads them where this backend needs them).
+    /// Called when a job's parameters are first used and by `Engine::preload`.
+    fn prepare(&self, srs: &Srs) -> Result<()>;
+
+    /// Proves one assignment with the randomness `r`, `s`. A backend that consumes the
+    /// assignment takes it out of `asg` (freeing memory as it goes); one that only reads it
+    /// leaves it there, so that after an error the engine can retry it elsewhere without having
+    /// kept a copy.
     fn prove(
         &self,
-        asg: ProvingAssignment,
-        params: &Parameters<Bls12>,
+        asg: &mut Option<ProvingAssignment>,
+        srs: &Srs,
         r: Fr,
         s: Fr,
         times: &mut StageTimes,

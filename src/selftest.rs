@@ -1,0 +1,137 @@
+//! Device self-test: proves a small synthetic circuit on every prover backend the engine would
+//! use (and on the CPU), verifies each proof, and reports the times. `cuzk selftest` runs it;
+//! operators use it to check a host's GPUs before putting it into service.
+
+use std::{path::Path, time::Instant};
+
+use bellperson::{
+    groth16::{self, verify_proof},
+    Circuit, ConstraintSystem, SynthesisError,
+};
+use blstrs::{Bls12, Scalar as Fr};
+use ff::{Field, PrimeField};
+use rand::SeedableRng;
+
+use crate::{
+    engine::{self, budget::Budget, srs::SrsCache},
+    error::{Error, Result},
+    porep,
+    prover::{cpu::CpuProver, ProvingAssignment, StageTimes},
+};
+
+/// `rounds` steps, each a squaring `y = x·x` and a bit `b` with `b·(1−b) = 0` taken from the
+/// low bit of `y` (so the witness has the 0/1 values real circuits are full of), and one public
+/// input: the last `y`.
+#[derive(Clone)]
+pub struct Synthetic {
+    pub seed: Option<Fr>,
+    pub rounds: usize,
+}
+
+impl Circuit<Fr> for Synthetic {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> std::result::Result<(), SynthesisError> {
+        let missing = || SynthesisError::AssignmentMissing;
+        let mut v = self.seed;
+        let mut x = cs.alloc(|| "x0", || v.ok_or_else(missing))?;
+        for i in 0..self.rounds {
+            let yv = v.map(|a| a.square());
+            let y = cs.alloc(|| format!("y{i}"), || yv.ok_or_else(missing))?;
+            cs.enforce(|| format!("sq{i}"), |lc| lc + x, |lc| lc + x, |lc| lc + y);
+            let bv = yv.map(|a| if a.to_repr().as_ref()[0] & 1 == 1 { Fr::ONE } else { Fr::ZERO });
+            let b = cs.alloc(|| format!("b{i}"), || bv.ok_or_else(missing))?;
+            cs.enforce(|| format!("bit{i}"), |lc| lc + b, |lc| lc + CS::one() - b, |lc| lc);
+            x = y;
+            v = yv;
+        }
+        let out = cs.alloc_input(|| "out", || v.ok_or_else(missing))?;
+        cs.enforce(|| "out", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + out);
+        Ok(())
+    }
+}
+
+/// One backend's result.
+#[derive(Clone, Debug)]
+pub struct BackendResult {
+    pub backend: String,
+    pub prove_ms: f64,
+    pub stages: StageTimes,
+    pub verified: bool,
+}
+
+/// What `run` found.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub constraints: usize,
+    pub params_ms: f64,
+    pub results: Vec<BackendResult>,
+}
+
+/// Proves the synthetic circuit with about `constraints` constraints on the backends that
+/// `devices` selects and on the CPU; parameters are generated into `dir`. Fails if any proof
+/// does not verify.
+pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
+    let rounds = (constraints / 2).max(1);
+    let id = format!("cuzk-selftest-{rounds}");
+    let path = porep::params_path(dir, &id);
+    let t = Instant::now();
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(rounds as u64);
+    let params = groth16::generate_random_parameters::<Bls12, _, _>(Synthetic { seed: None, rounds }, &mut rng)
+        .map_err(|e| Error::internal(format!("generating self-test parameters: {e}")))?;
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(&path).map_err(|e| Error::params(format!("creating {}: {e}", path.display())))?,
+    );
+    params
+        .write(&mut file)
+        .and_then(|_| std::io::Write::flush(&mut file))
+        .map_err(|e| Error::params(format!("writing {}: {e}", path.display())))?;
+    drop(file);
+    let params_ms = t.elapsed().as_secs_f64() * 1e3;
+
+    let srs = SrsCache::new(dir.to_path_buf()).get(&id, &Budget::new(u64::MAX / 2))?;
+    let mut backends = engine::select_backends(devices)?;
+    if backends.iter().all(|b| b.is_gpu()) {
+        backends.push(Box::new(CpuProver));
+    }
+    let seed = Fr::from(7u64);
+    let mut out = Fr::from(7u64);
+    for _ in 0..rounds {
+        out = out.square();
+    }
+    let mut results = Vec::new();
+    for b in &backends {
+        b.prepare(&srs)?;
+        let mut asg = Some(
+            ProvingAssignment::synthesize(Synthetic { seed: Some(seed), rounds }, Some(srs.size))
+                .map_err(|e| Error::internal(format!("synthesizing the self-test circuit: {e}")))?,
+        );
+        let r = Fr::random(&mut rng);
+        let s = Fr::random(&mut rng);
+        let mut stages = StageTimes::default();
+        let t = Instant::now();
+        let proof = porep::no_panic("self-test", crate::Status::Proving, || {
+            b.prove(&mut asg, &srs, r, s, &mut stages)
+        })?;
+        let prove_ms = t.elapsed().as_secs_f64() * 1e3;
+        let verified = verify_proof(&srs.pvk, &proof, &[out]).unwrap_or(false)
+            && !verify_proof(&srs.pvk, &proof, &[out + Fr::ONE]).unwrap_or(true);
+        results.push(BackendResult {
+            backend: b.name().to_string(),
+            prove_ms,
+            stages,
+            verified,
+        });
+    }
+    let _ = std::fs::remove_file(&path);
+    let report = Report {
+        constraints: 2 * rounds + 1,
+        params_ms,
+        results,
+    };
+    if let Some(bad) = report.results.iter().find(|r| !r.verified) {
+        return Err(Error::new(
+            crate::Status::VerifyFailed,
+            format!("self-test proof from {} does not verify", bad.backend),
+        ));
+    }
+    Ok(report)
+}
