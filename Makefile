@@ -9,11 +9,21 @@ export FIL_PROOFS_PARAMETER_CACHE := $(PARAMS)
 CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -Iinclude
 CBUILD := tests/c/build
 
-.PHONY: all build demo test fixtures header header-check test-rust test-c test-go go-pc clean
+.PHONY: all build build-cuda demo test fixtures header header-check test-rust test-c test-go test-cuda go-pc clean
 
 all: build
 
 build:
+	$(CARGO) build --release --locked
+
+## The same library and CLI with the GPU prover (`--features cuda`; nvcc 13.0 is installed from
+## PyPI into ~/.cache/cuzk if missing). It proves on the CPU where there is no NVIDIA driver.
+## Copies land in target/cuda/ (target/release/ keeps the default build the other tests use).
+CUDA_ENV = eval "$$(scripts/install-nvcc.sh --env)"
+build-cuda:
+	$(CUDA_ENV) && $(CARGO) build --release --locked --features cuda
+	mkdir -p target/cuda
+	cp $(TARGET)/cuzk $(TARGET)/libcuzk.so $(TARGET)/libcuzk.a target/cuda/
 	$(CARGO) build --release --locked
 
 ## Seal a small real sector, prove it through the engine, verify it, show the timeline.
@@ -62,8 +72,19 @@ test-go: build fixtures
 	cd go-bindings && GOEXPERIMENT=cgocheck2 CUZK_GO_CONCURRENCY=$(CUZK_GO_CONCURRENCY) CUZK_TEST_C1=$(FIXTURE_C1) \
 	  $(GO) test -race -count=1 -timeout 80m -v . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
 
+## The `cuda` build on a machine without a GPU: it must load, say so once, and prove on the CPU.
+test-cuda: build-cuda fixtures
+	mkdir -p $(CBUILD)
+	target/cuda/cuzk selftest --constraints 4096 2> $(CBUILD)/cuda-selftest.log
+	test $$(grep -c 'no usable GPU' $(CBUILD)/cuda-selftest.log) -eq 1
+	target/cuda/cuzk prove --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 -o $(CBUILD)/cuda.proof
+	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/cuda.proof
+	$(CC) $(CFLAGS_TEST) -O1 -o $(CBUILD)/test_ffi_cuda tests/c/test_ffi.c -Ltarget/cuda -lcuzk -Wl,-rpath,$(abspath target/cuda)
+	CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
+	  $(CBUILD)/test_ffi_cuda errors
+
 ## Everything CI runs.
-test: header-check test-rust test-c test-go
+test: header-check test-rust test-c test-go test-cuda
 
 clean:
 	$(CARGO) clean

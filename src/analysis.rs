@@ -226,7 +226,16 @@ pub fn analyze(events: &[Event]) -> Analysis {
     let mut gaps = Vec::new();
     for (dev, mut list) in by_dev {
         list.sort_by_key(|s| s.gpu_start_us);
-        let busy: u64 = list.iter().map(|s| s.gpu_end_us - s.gpu_start_us).sum();
+        // Union of the spans: partitions proved together in one batch overlap.
+        let mut busy: u64 = 0;
+        let mut until = 0u64;
+        for s in &list {
+            let start = s.gpu_start_us.max(until);
+            if s.gpu_end_us > start {
+                busy += s.gpu_end_us - start;
+            }
+            until = until.max(s.gpu_end_us);
+        }
         let first = list[0].gpu_start_us;
         let last = list.iter().map(|s| s.gpu_end_us).max().unwrap_or(first);
         devices.push(DeviceStats {
@@ -622,6 +631,18 @@ mod tests {
         let p = &a.partitions[3];
         assert_eq!((p.job, p.partition), (2, 1));
         assert!((p.synth_ms() - 210.0).abs() < 1e-9 && (p.wait_ms() - 30.0).abs() < 1e-9 && (p.gpu_ms() - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_batch_counts_once_in_busy_time() {
+        let mut e = Vec::new();
+        // Two partitions proved together (one GPU call), then one alone.
+        partition(&mut e, 1, 0, 0, 0, 100, 0, 100, 300);
+        partition(&mut e, 1, 1, 1, 0, 100, 0, 100, 300);
+        partition(&mut e, 1, 2, 0, 0, 100, 0, 350, 400);
+        let a = analyze(&e);
+        assert_eq!(a.devices.len(), 1);
+        assert!((a.devices[0].busy_ms - 0.25).abs() < 1e-9, "{}", a.devices[0].busy_ms);
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     let params_ms = t.elapsed().as_secs_f64() * 1e3;
 
     let srs = SrsCache::new(dir.to_path_buf()).get(&id, &Budget::new(u64::MAX / 2))?;
-    let mut backends = engine::select_backends(devices)?;
+    let mut backends = engine::select_backends(devices, 1)?;
     if backends.iter().all(|b| b.is_gpu()) {
         backends.push(Box::new(CpuProver));
     }

@@ -189,6 +189,23 @@ enum BenchCmd {
         /// with the same inputs, count and concurrency; repeatable.
         #[arg(long = "baseline-bin", value_name = "LABEL=PATH")]
         baseline_bins: Vec<String>,
+        /// Proofs in flight for the external incumbent runs (default: CONCURRENCY). The
+        /// incumbent as deployed runs one at a time: 1.
+        #[arg(long)]
+        baseline_jobs: Option<usize>,
+        /// Proofs for the external incumbent runs (default: COUNT).
+        #[arg(long)]
+        baseline_count: Option<usize>,
+        /// Provers as in CUZK_DEVICES: auto, cpu, or a number of GPUs.
+        #[arg(long, default_value = "")]
+        devices: String,
+        /// Partitions per GPU call (0: CUZK_GPU_BATCH or the default).
+        #[arg(long, default_value_t = 0)]
+        gpu_batch: usize,
+        /// Take device D out of service once K proofs are done (D@K), to show its partitions
+        /// finishing elsewhere.
+        #[arg(long, value_name = "D@K")]
+        disable_device: Option<String>,
         /// Waterfall SVG output.
         #[arg(long, default_value = "cuzk-waterfall.svg")]
         svg: PathBuf,
@@ -403,10 +420,20 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             lookahead,
             baseline,
             baseline_bins,
+            baseline_jobs,
+            baseline_count,
+            devices,
+            gpu_batch,
+            disable_device,
             svg,
             json,
             timeline,
         }) => bench_batch(BatchArgs {
+            baseline_jobs,
+            baseline_count,
+            devices,
+            gpu_batch,
+            disable_device,
             lookahead,
             c1,
             sector_id,
@@ -572,6 +599,11 @@ struct BatchArgs {
     synthesis_workers: usize,
     baseline: bool,
     baseline_bins: Vec<String>,
+    baseline_jobs: Option<usize>,
+    baseline_count: Option<usize>,
+    devices: String,
+    gpu_batch: usize,
+    disable_device: Option<String>,
     svg: PathBuf,
     json: PathBuf,
     timeline: Option<PathBuf>,
@@ -631,8 +663,21 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         synthesis_lookahead: a.lookahead,
         params_dir: a.params_dir.clone(),
         timeline_file: a.timeline.clone(),
+        devices: a.devices.clone(),
+        gpu_batch: a.gpu_batch,
         ..Config::default()
     })?;
+    let disable = match &a.disable_device {
+        None => None,
+        Some(spec) => {
+            let (d, k) = spec
+                .split_once('@')
+                .and_then(|(d, k)| Some((d.parse::<usize>().ok()?, k.parse::<usize>().ok()?)))
+                .ok_or_else(|| Error::invalid_argument(format!("--disable-device wants D@K, not {spec:?}")))?;
+            Some((d, k))
+        }
+    };
+    let done = std::sync::atomic::AtomicUsize::new(0);
     let events: Arc<Mutex<Vec<Event>>> = Arc::default();
     let ev = events.clone();
     engine.add_timeline_sink(Arc::new(move |e| ev.lock().expect("events").push(e.clone())));
@@ -662,11 +707,21 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         let t = Instant::now();
         let r = engine.prove(req.clone());
         pb.inc(1);
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if let Some((d, k)) = disable {
+            if n == k {
+                match engine.set_device_enabled(d, false) {
+                    Ok(()) => eprintln!("device {d} taken out of service after {k} proofs"),
+                    Err(e) => eprintln!("cannot take device {d} out of service: {e}"),
+                }
+            }
+        }
         r.map(|o| (i, t.elapsed().as_secs_f64() * 1e3, o))
     });
     let total_s = t0.elapsed().as_secs_f64();
     pb.finish();
     let status = engine.status();
+    let engine_gpu_batch = engine.config().gpu_batch;
     engine.shutdown();
 
     let mut times = Vec::new();
@@ -711,7 +766,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     let gpu_sum: f64 = times.iter().map(|t| t.gpu_ms).sum();
     if gpu_sum > 0.0 && parts > 0 {
         println!(
-            "\nGPU call per partition: mean {:.0} ms (prove incl. pickup {:.0} ms); synthesis per partition {:.0} ms",
+            "\nGPU call holding a partition: mean {:.0} ms (a call proves a batch; prove incl. pickup {:.0} ms); synthesis per partition {:.0} ms",
             gpu_sum / parts as f64,
             times.iter().map(|t| t.prove_ms).sum::<f64>() / parts as f64,
             times.iter().map(|t| t.synth_ms).sum::<f64>() / parts as f64,
@@ -728,6 +783,14 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         status.memory_peak >> 20,
         status.memory_budget >> 20
     );
+    for (i, d) in status.devices.iter().enumerate() {
+        println!(
+            "device {i} {}: {} partitions proved, {}",
+            d.name,
+            d.partitions_proved,
+            if d.enabled { "in service" } else { "out of service" }
+        );
+    }
     let svg_text = analysis::waterfall_svg(
         &an,
         &format!("cuzk bench batch -c {} -j {}: {:.2} proofs/min", a.count, a.concurrency, ppm),
@@ -770,7 +833,9 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             .args(["--c1", &a.c1.display().to_string()])
             .args(["--sector-id", &a.sector_id.to_string(), "--miner-id", &a.miner_id.to_string()])
             .args(["--partitions", &a.shape.partitions.to_string(), "--layers", &a.shape.layers.to_string()])
-            .args(["-c", &a.count.to_string(), "-j", &a.concurrency.to_string(), "--label", label])
+            .args(["-c", &a.baseline_count.unwrap_or(a.count).to_string()])
+            .args(["-j", &a.baseline_jobs.unwrap_or(a.concurrency).to_string()])
+            .args(["--label", label])
             .stderr(std::process::Stdio::inherit())
             .output()
             .map_err(|e| Error::internal(format!("cannot run {path}: {e}")))?;
@@ -796,6 +861,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         externals.push(serde_json::json!({"label": label, "result": v, "ratio": ppm / base_ppm}));
     }
     let summary = serde_json::json!({
+        "devices_setting": a.devices, "gpu_batch": engine_gpu_batch, "disable_device": a.disable_device,
         "c1": a.c1, "count": a.count, "concurrency": a.concurrency,
         "synthesis_workers": a.synthesis_workers, "synthesis_lookahead": a.lookahead,
         "seconds": total_s, "proofs_per_min": ppm, "failed": failed,

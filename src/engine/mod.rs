@@ -66,6 +66,11 @@ pub struct Config {
     /// GPUs). Empty: `CUZK_DEVICES`, else `auto`. A build without the `cuda` feature always
     /// proves on the CPU.
     pub devices: String,
+    /// Partitions proved per GPU in one call (0: `CUZK_GPU_BATCH`, else automatic).
+    pub gpu_batch: usize,
+    /// Nice value of the synthesis threads (`CUZK_SYNTHESIS_NICE`; default 10 when a GPU
+    /// proves, 0 otherwise): the GPU call's host-side work goes first on a loaded host.
+    pub synthesis_nice: Option<i32>,
 }
 
 impl Default for Config {
@@ -82,6 +87,8 @@ impl Default for Config {
                 .filter(|v| !v.is_empty() && v != "1" && v != "stderr" && v != "0")
                 .map(PathBuf::from),
             devices: String::new(),
+            gpu_batch: 0,
+            synthesis_nice: None,
         }
     }
 }
@@ -103,6 +110,12 @@ impl Config {
         }
         if self.devices.is_empty() {
             self.devices = std::env::var("CUZK_DEVICES").unwrap_or_else(|_| "auto".into());
+        }
+        if self.gpu_batch == 0 {
+            self.gpu_batch = std::env::var("CUZK_GPU_BATCH")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(DEFAULT_GPU_BATCH);
         }
         if self.synthesis_workers == 0 {
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -137,6 +150,8 @@ pub struct PartitionReport {
     pub stages: StageTimes,
     pub synth_worker: usize,
     pub reserved_bytes: u64,
+    /// Index (in `status().devices`) of the device that proved it.
+    pub device: usize,
 }
 
 /// A finished job.
@@ -222,6 +237,11 @@ pub struct DeviceStatus {
     /// (job, partition) being proved, if any.
     pub current: Option<(u64, usize)>,
     pub partitions_proved: u64,
+    /// False once taken out of service (by `Engine::set_device_enabled` or after repeated
+    /// errors); its partitions go to the other devices, or to the CPU.
+    pub enabled: bool,
+    /// Partitions failed in a row on this device.
+    pub consecutive_failures: u32,
 }
 
 struct Inner {
@@ -236,6 +256,8 @@ struct Inner {
     timeline: Timeline,
     counters: Counters,
     backends: Vec<Box<dyn ProverBackend>>,
+    /// Index of each backend's first device in `devices` (a multi-GPU backend has several).
+    slot_base: Vec<usize>,
     /// CPU prover for partitions a GPU failed on.
     fallback: CpuProver,
     /// Parameter ids every backend has prepared.
@@ -326,7 +348,7 @@ impl Engine {
     /// Starts an engine with its worker threads and the provers `cfg.devices` selects.
     pub fn start(cfg: Config) -> Result<Engine> {
         let cfg = cfg.resolved();
-        let backends = select_backends(&cfg.devices)?;
+        let backends = select_backends(&cfg.devices, cfg.gpu_batch)?;
         Self::start_with_backends(cfg, backends)
     }
 
@@ -337,13 +359,16 @@ impl Engine {
             return Err(Error::invalid_argument("at least one prover backend is needed"));
         }
         let cfg = cfg.resolved();
-        let devices = backends
-            .iter()
-            .map(|b| DeviceStatus {
-                name: b.name().to_string(),
+        let mut slot_base = Vec::new();
+        let mut devices = Vec::new();
+        for b in &backends {
+            slot_base.push(devices.len());
+            devices.extend(b.devices().into_iter().map(|name| DeviceStatus {
+                name,
+                enabled: true,
                 ..Default::default()
-            })
-            .collect();
+            }));
+        }
         let inner = Arc::new(Inner {
             budget: Budget::new(cfg.memory_budget),
             srs: SrsCache::new(cfg.params_dir.clone()),
@@ -355,6 +380,7 @@ impl Engine {
             timeline: Timeline::new(Instant::now()),
             counters: Counters::default(),
             backends,
+            slot_base,
             fallback: CpuProver,
             prepared: Mutex::new(Default::default()),
             devices: Mutex::new(devices),
@@ -410,6 +436,29 @@ impl Engine {
             engine.timeline_logs.lock().push(id);
         }
         Ok(engine)
+    }
+
+    /// Takes a prover device out of service (`on = false`) or back in, by its index in
+    /// `status().devices`. Partitions in flight finish; later ones go to the other devices
+    /// (the CPU if none is left).
+    pub fn set_device_enabled(&self, device: usize, on: bool) -> Result<()> {
+        let i = &self.inner;
+        let d = i
+            .slot_base
+            .iter()
+            .rposition(|&b| b <= device)
+            .filter(|_| device < i.devices.lock().len())
+            .ok_or_else(|| Error::invalid_argument(format!("no device {device}")))?;
+        if !i.backends[d].set_enabled(device - i.slot_base[d], on) {
+            return Err(Error::new(Status::Unsupported, format!("device {device} cannot be taken out of service")));
+        }
+        let mut devs = i.devices.lock();
+        devs[device].enabled = on;
+        if on {
+            devs[device].consecutive_failures = 0;
+        }
+        log::info!("device {} ({}) {}", device, devs[device].name, if on { "enabled" } else { "disabled" });
+        Ok(())
     }
 
     /// The configuration in force (automatic values resolved).
@@ -629,8 +678,12 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Chooses the prover backends for a `devices` setting (see [`Config::devices`]).
-pub fn select_backends(devices: &str) -> Result<Vec<Box<dyn ProverBackend>>> {
+/// Partitions per GPU call unless configured (BENCHMARKS.md, section 4).
+pub const DEFAULT_GPU_BATCH: usize = 4;
+
+/// Chooses the prover backends for a `devices` setting (see [`Config::devices`]), with
+/// `gpu_batch` partitions per GPU call.
+pub fn select_backends(devices: &str, gpu_batch: usize) -> Result<Vec<Box<dyn ProverBackend>>> {
     let want = devices.trim().to_ascii_lowercase();
     let cpu = || -> Vec<Box<dyn ProverBackend>> { vec![Box::new(CpuProver)] };
     let limit = match want.as_str() {
@@ -655,19 +708,31 @@ pub fn select_backends(devices: &str) -> Result<Vec<Box<dyn ProverBackend>>> {
                         )));
                     }
                 }
-                // supraseal-c2 serializes its calls process-wide and proves a single
-                // partition on the first GPU, so one worker drives it.
-                let d = found.into_iter().next().expect("non-empty");
-                log::info!(
-                    "cuzk: proving on GPU {} ({}, sm_{}{}, {} SMs, {} MiB free)",
-                    d.ordinal,
-                    d.name,
-                    d.capability.0,
-                    d.capability.1,
-                    d.multiprocessors,
-                    d.free_mem >> 20
-                );
-                Ok(vec![Box::new(crate::prover::gpu::SuprasealProver::new(d))])
+                // supraseal addresses GPUs by position from 0: use the leading run of usable
+                // ones, up to the number asked for.
+                let mut chosen: Vec<_> = found
+                    .into_iter()
+                    .enumerate()
+                    .take_while(|(i, d)| *i == d.ordinal)
+                    .map(|(_, d)| d)
+                    .collect();
+                chosen.truncate(limit.unwrap_or(usize::MAX));
+                if chosen.is_empty() {
+                    log::warn!("cuzk: GPU 0 is not usable (supraseal needs it): proving on the CPU");
+                    return Ok(cpu());
+                }
+                for d in &chosen {
+                    log::info!(
+                        "cuzk: proving on GPU {} ({}, sm_{}{}, {} SMs, {} MiB free)",
+                        d.ordinal,
+                        d.name,
+                        d.capability.0,
+                        d.capability.1,
+                        d.multiprocessors,
+                        d.free_mem >> 20
+                    );
+                }
+                Ok(vec![Box::new(crate::prover::gpu::SuprasealProver::new(chosen, gpu_batch))])
             }
             crate::prover::gpu::Discovery::None(why) => {
                 if limit.is_some() || want == "gpu" {
@@ -680,6 +745,7 @@ pub fn select_backends(devices: &str) -> Result<Vec<Box<dyn ProverBackend>>> {
     }
     #[cfg(not(feature = "cuda"))]
     {
+        let _ = gpu_batch;
         if limit.is_some() || want == "gpu" {
             return Err(Error::new(
                 Status::Unsupported,
@@ -703,6 +769,19 @@ fn prepare_backends(inner: &Inner, srs: &Srs) -> Result<()> {
 }
 
 fn synth_worker(inner: &Arc<Inner>, w: usize) {
+    let nice = inner.cfg.synthesis_nice.unwrap_or_else(|| {
+        std::env::var("CUZK_SYNTHESIS_NICE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(if inner.backends.iter().any(|b| b.is_gpu()) { 10 } else { 0 })
+    });
+    if nice != 0 {
+        if let Err(e) = crate::ffi::os::set_thread_nice(nice) {
+            if w == 0 {
+                log::warn!("cannot lower the synthesis threads' priority: {e}");
+            }
+        }
+    }
     let lookahead = match inner.cfg.synthesis_lookahead {
         0 => 2 * inner.backends.len(),
         n => n,
@@ -786,85 +865,162 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
     Ok(())
 }
 
+/// Consecutive failures after which a device is taken out of service.
+const DEVICE_FAILURE_LIMIT: u32 = 3;
+
 fn prove_worker(inner: &Arc<Inner>, d: usize) {
     let backend = &inner.backends[d];
-    while let Some((_, item)) = inner.prove_q.pop() {
-        let job = item.job.clone();
-        if job.stopped() {
-            continue;
+    while let Some((_, first)) = inner.prove_q.pop() {
+        // A multi-GPU backend takes one ready partition per usable device (same parameters).
+        let width = backend.max_batch().max(1);
+        let mut items = vec![first];
+        while items.len() < width {
+            let id = items[0].srs.id.clone();
+            match inner.prove_q.try_pop_if(|it| it.srs.id == id) {
+                Some((_, it)) => items.push(it),
+                None => break,
+            }
         }
-        if let Err(e) = prove_one(inner, d, backend.as_ref(), item) {
-            finish(inner, &job, Err(e));
+        items.retain(|it| !it.job.stopped());
+        if !items.is_empty() {
+            prove_items(inner, d, backend.as_ref(), items);
         }
     }
 }
 
-fn prove_one(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, item: ProveItem) -> Result<()> {
-    let ProveItem {
-        job,
-        partition: k,
-        srs,
-        assignment,
-        _reservation,
-        synth_end,
-    } = item;
+/// Where a partition was proved, for its report and events.
+struct Proved {
+    slot: usize,
+    result: Result<Proof<Bls12>>,
+    stages: StageTimes,
+}
+
+fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items: Vec<ProveItem>) {
+    let base = inner.slot_base[d];
     let pickup = Instant::now();
-    inner.timeline.emit(EventKind::GpuPickup, job.id, k as u32, d as u32, 0, backend.name());
-    let r = Fr::random(OsRng);
-    let s = Fr::random(OsRng);
-    let mut stages = StageTimes::default();
-    inner.timeline.emit(EventKind::GpuStart, job.id, k as u32, d as u32, 0, backend.name());
-    inner.counters.proving.fetch_add(1, Ordering::Relaxed);
-    inner.devices.lock()[d].current = Some((job.id, k));
-    // A GPU error must not fail the job: GPU backends leave the assignment in place, and a
-    // partition they fail on is proved again on the CPU.
-    let mut assignment = Some(assignment);
-    let mut proved = porep::no_panic("proving", Status::Proving, || {
-        backend.prove(&mut assignment, &srs, r, s, &mut stages)
-    });
-    if let (Err(e), true, Some(_)) = (&proved, backend.is_gpu(), &assignment) {
-        log::warn!(
-            "{}: partition {k} of job {} failed ({}): retrying on the CPU",
-            backend.name(),
-            job.id,
-            e.message
-        );
-        inner.timeline.emit(EventKind::GpuEnd, job.id, k as u32, d as u32, ms(pickup.elapsed()) as u64, "failed;retry=cpu");
-        inner.timeline.emit(EventKind::GpuStart, job.id, k as u32, d as u32, 0, "cpu-retry");
-        stages = StageTimes::default();
-        proved = porep::no_panic("proving", Status::Proving, || {
-            inner.fallback.prove(&mut assignment, &srs, r, s, &mut stages)
-        });
+    let n = items.len();
+    let srs = items[0].srs.clone();
+    let rs: Vec<Fr> = (0..n).map(|_| Fr::random(OsRng)).collect();
+    let ss: Vec<Fr> = (0..n).map(|_| Fr::random(OsRng)).collect();
+    let mut asgs: Vec<Option<ProvingAssignment>> = Vec::with_capacity(n);
+    let mut metas = Vec::with_capacity(n);
+    for it in items {
+        let ProveItem {
+            job,
+            partition,
+            srs: _,
+            assignment,
+            _reservation,
+            synth_end,
+        } = it;
+        asgs.push(Some(assignment));
+        metas.push((job, partition, _reservation, synth_end));
     }
-    inner.counters.proving.fetch_sub(1, Ordering::Relaxed);
-    {
-        let mut devs = inner.devices.lock();
-        devs[d].current = None;
-        devs[d].partitions_proved += proved.is_ok() as u64;
+    let use_gpu = backend.max_batch() > 0 || !backend.is_gpu();
+    // Events: the slot is a guess until the backend says where each partition ran; supraseal
+    // and the CPU put item i on device i.
+    for (i, (job, k, _, _)) in metas.iter().enumerate() {
+        let slot = base + if use_gpu { backend.device_for(i, n) } else { 0 };
+        let name = if use_gpu { backend.name() } else { "cpu" };
+        inner.timeline.emit(EventKind::GpuPickup, job.id, *k as u32, slot as u32, 0, name);
+        inner.timeline.emit(EventKind::GpuStart, job.id, *k as u32, slot as u32, 0, name);
+        inner.devices.lock()[slot].current = Some((job.id, *k));
     }
-    drop(assignment);
-    let proof = proved?;
-    let prove_ms = ms(pickup.elapsed());
-    inner.timeline.emit(EventKind::GpuEnd, job.id, k as u32, d as u32, prove_ms as u64, backend.name());
-    drop(_reservation);
-    let complete = {
-        let mut st = job.state.lock();
-        if st.result.is_some() {
-            return Ok(());
-        }
-        st.proofs[k] = Some(proof);
-        let rep = &mut st.reports[k];
-        rep.wait_ms = ms(pickup - synth_end);
-        rep.prove_ms = prove_ms;
-        rep.stages = stages;
-        st.remaining -= 1;
-        st.remaining == 0
+    inner.counters.proving.fetch_add(n as u64, Ordering::Relaxed);
+    let mut times = vec![StageTimes::default(); n];
+    let results: Vec<(usize, Result<Proof<Bls12>>)> = if use_gpu {
+        porep::no_panic("proving", Status::Proving, || {
+            Ok(backend.prove_batch(&mut asgs, &srs, &rs, &ss, &mut times))
+        })
+        .unwrap_or_else(|e| (0..n).map(|i| (i, Err(e.clone()))).collect())
+    } else {
+        // Every device of this backend is out of service: its partitions go to the CPU.
+        (0..n).map(|_| (0, Err(Error::new(Status::Unsupported, "no usable device")))).collect()
     };
-    if complete {
-        let out = assemble(inner, &job, &srs);
-        finish(inner, &job, out);
+    let mut proved = Vec::with_capacity(n);
+    for (i, (sub, result)) in results.into_iter().enumerate() {
+        let slot = base + sub;
+        let (job, k, _, _) = &metas[i];
+        let mut p = Proved {
+            slot,
+            result,
+            stages: times[i],
+        };
+        if backend.is_gpu() && use_gpu {
+            let failures = {
+                let mut devs = inner.devices.lock();
+                let dv = &mut devs[slot];
+                dv.consecutive_failures = if p.result.is_ok() { 0 } else { dv.consecutive_failures + 1 };
+                dv.consecutive_failures
+            };
+            if p.result.is_err() && failures >= DEVICE_FAILURE_LIMIT && backend.set_enabled(sub, false) {
+                log::error!(
+                    "{}: {failures} partitions failed in a row: device taken out of service",
+                    inner.devices.lock()[slot].name
+                );
+                inner.devices.lock()[slot].enabled = false;
+            }
+        }
+        // A GPU error must not fail the job: GPU backends leave the assignment in place, and
+        // a partition they fail on is proved again on the CPU.
+        if let (Err(e), true, Some(_)) = (&p.result, backend.is_gpu(), &asgs[i]) {
+            log::warn!(
+                "{}: partition {k} of job {} failed ({}): proving it on the CPU",
+                inner.devices.lock()[slot].name,
+                job.id,
+                e.message
+            );
+            if use_gpu {
+                inner.timeline.emit(EventKind::GpuEnd, job.id, *k as u32, slot as u32, ms(pickup.elapsed()) as u64, "failed;retry=cpu");
+                inner.timeline.emit(EventKind::GpuStart, job.id, *k as u32, slot as u32, 0, "cpu-retry");
+            }
+            let mut st = StageTimes::default();
+            p.result = porep::no_panic("proving", Status::Proving, || {
+                inner.fallback.prove(&mut asgs[i], &srs, rs[i], ss[i], &mut st)
+            });
+            p.stages = st;
+        }
+        asgs[i] = None;
+        proved.push(p);
     }
-    Ok(())
+    inner.counters.proving.fetch_sub(n as u64, Ordering::Relaxed);
+    let prove_ms = ms(pickup.elapsed());
+    for ((job, k, reservation, synth_end), p) in metas.into_iter().zip(proved) {
+        {
+            let mut devs = inner.devices.lock();
+            devs[p.slot].current = None;
+            devs[p.slot].partitions_proved += p.result.is_ok() as u64;
+        }
+        // Where the event's slot guess was wrong (a partial batch), close it where it opened.
+        let detail = if p.result.is_ok() { inner.devices.lock()[p.slot].name.clone() } else { "failed".into() };
+        inner.timeline.emit(EventKind::GpuEnd, job.id, k as u32, p.slot as u32, prove_ms as u64, &detail);
+        drop(reservation);
+        let proof = match p.result {
+            Ok(proof) => proof,
+            Err(e) => {
+                finish(inner, &job, Err(e));
+                continue;
+            }
+        };
+        let complete = {
+            let mut st = job.state.lock();
+            if st.result.is_some() {
+                continue;
+            }
+            st.proofs[k] = Some(proof);
+            let rep = &mut st.reports[k];
+            rep.wait_ms = ms(pickup - synth_end);
+            rep.prove_ms = prove_ms;
+            rep.stages = p.stages;
+            rep.device = p.slot;
+            st.remaining -= 1;
+            st.remaining == 0
+        };
+        if complete {
+            let out = assemble(inner, &job, &srs);
+            finish(inner, &job, out);
+        }
+    }
 }
 
 /// Serializes and (unless disabled) verifies a job whose partitions are all proved.

@@ -100,6 +100,18 @@ impl<T> PriorityQueue<T> {
         }
     }
 
+    /// Takes the highest-priority item if there is one and `pred` accepts it; never waits.
+    pub fn try_pop_if(&self, pred: impl Fn(&T) -> bool) -> Option<(Key, T)> {
+        let mut g = self.inner.lock();
+        if !g.heap.peek().is_some_and(|e| pred(&e.item)) {
+            return None;
+        }
+        let e = g.heap.pop()?;
+        drop(g);
+        self.taken.notify_all();
+        Some((e.key, e.item))
+    }
+
     /// Waits until fewer than `n` items are queued, the queue is closed, or `give_up()` says so.
     pub fn wait_below(&self, n: usize, give_up: impl Fn() -> bool) {
         let mut g = self.inner.lock();

@@ -13,6 +13,7 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod os;
 
 use std::{
     ffi::{c_char, c_void, CStr, CString},
@@ -194,6 +195,8 @@ fn config_from(cfg: *const cuzk_config) -> Result<Config> {
         timeline_stderr: c.timeline_stderr,
         timeline_file: path(c.timeline_file, "timeline_file")?.or(defaults.timeline_file),
         devices: defaults.devices,
+        gpu_batch: defaults.gpu_batch,
+        synthesis_nice: defaults.synthesis_nice,
     })
 }
 

@@ -15,7 +15,7 @@ use std::{
     collections::HashMap,
     path::PathBuf,
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         Arc,
     },
     time::Instant,
@@ -69,20 +69,27 @@ pub fn discover() -> Discovery {
     }
 }
 
-/// Test hook: makes the next `n` partitions fail as a GPU error would.
-#[derive(Default)]
+/// Test hook: makes the next partitions on a device fail as a GPU error would.
 pub struct FaultInjector {
-    pending: AtomicU64,
+    pending: Vec<AtomicU64>,
 }
 
 impl FaultInjector {
-    pub fn fail_next(&self, n: u64) {
-        self.pending.store(n, Ordering::SeqCst);
+    fn new(devices: usize) -> Self {
+        FaultInjector {
+            pending: (0..devices).map(|_| AtomicU64::new(0)).collect(),
+        }
     }
-    fn take(&self) -> bool {
-        self.pending
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
-            .is_ok()
+    /// The next `n` partitions given to `device` fail (`u64::MAX`: all of them).
+    pub fn fail_next(&self, device: usize, n: u64) {
+        if let Some(p) = self.pending.get(device) {
+            p.store(n, Ordering::SeqCst);
+        }
+    }
+    fn take(&self, device: usize) -> bool {
+        self.pending.get(device).is_some_and(|p| {
+            p.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1)).is_ok()
+        })
     }
 }
 
@@ -91,32 +98,50 @@ struct Loaded {
     _reservation: Reservation,
 }
 
-/// supraseal-c2 on the first GPU of the process.
+/// supraseal-c2 on the process's GPUs. supraseal serializes its calls process-wide and puts
+/// circuit `i` of a call on GPU `i`, so one backend drives every GPU: each call proves up to
+/// one partition per usable GPU, all at once.
 pub struct SuprasealProver {
     name: &'static str,
-    device: cuda::CudaDevice,
+    /// Partitions per GPU in one call: supraseal's host-side work (splitting the scalars, the
+    /// G2 tail) runs in parallel over a call's partitions and overlaps its GPU work, so a few
+    /// per call use the GPU better than one (BENCHMARKS.md, section 4).
+    per_gpu: usize,
+    devices: Vec<cuda::CudaDevice>,
+    names: Vec<String>,
+    enabled: Vec<AtomicBool>,
     srs: Mutex<HashMap<PathBuf, Arc<Loaded>>>,
     faults: Arc<FaultInjector>,
 }
 
 impl SuprasealProver {
-    pub fn new(device: cuda::CudaDevice) -> Self {
-        let name: &'static str = Box::leak(format!("cuda:{}", device.ordinal).into_boxed_str());
+    /// `devices` must be the process's GPUs from ordinal 0 on, in order (supraseal addresses
+    /// them by position).
+    pub fn new(devices: Vec<cuda::CudaDevice>, per_gpu: usize) -> Self {
+        let names: Vec<String> = devices.iter().map(|d| format!("cuda:{}", d.ordinal)).collect();
+        let name: &'static str = Box::leak(if names.len() == 1 { names[0].clone() } else { format!("cuda:0-{}", names.len() - 1) }.into_boxed_str());
         SuprasealProver {
             name,
-            device,
+            per_gpu: per_gpu.max(1),
+            enabled: devices.iter().map(|_| AtomicBool::new(true)).collect(),
+            faults: Arc::new(FaultInjector::new(devices.len())),
+            devices,
+            names,
             srs: Mutex::new(HashMap::new()),
-            faults: Arc::new(FaultInjector::default()),
         }
     }
 
-    pub fn device(&self) -> &cuda::CudaDevice {
-        &self.device
+    pub fn gpus(&self) -> &[cuda::CudaDevice] {
+        &self.devices
     }
 
     /// Handle for fault-injection tests.
     pub fn faults(&self) -> Arc<FaultInjector> {
         self.faults.clone()
+    }
+    /// supraseal uses GPUs 0..g for a call: only the leading run of enabled GPUs is usable.
+    fn usable_gpus(&self) -> usize {
+        self.enabled.iter().take_while(|e| e.load(Ordering::SeqCst)).count()
     }
 
     fn loaded(&self, srs: &Srs) -> Result<Arc<Loaded>> {
@@ -162,6 +187,28 @@ impl ProverBackend for SuprasealProver {
         true
     }
 
+    fn devices(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    fn max_batch(&self) -> usize {
+        self.usable_gpus() * self.per_gpu
+    }
+
+    fn device_for(&self, i: usize, n: usize) -> usize {
+        gpu_of(i, n, self.usable_gpus())
+    }
+
+    fn set_enabled(&self, device: usize, on: bool) -> bool {
+        match self.enabled.get(device) {
+            Some(e) => {
+                e.store(on, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn prepare(&self, srs: &Srs) -> Result<()> {
         self.loaded(srs).map(|_| ())
     }
@@ -174,44 +221,139 @@ impl ProverBackend for SuprasealProver {
         s: Fr,
         times: &mut StageTimes,
     ) -> Result<Proof<Bls12>> {
+        let mut one = [asg.take()];
+        let mut t = [StageTimes::default()];
+        let res = self.prove_batch(&mut one, srs, &[r], &[s], &mut t);
+        *asg = one[0].take();
+        *times = t[0];
+        res.into_iter().next().map(|(_, r)| r).unwrap_or_else(|| Err(Error::internal("no result")))
+    }
+
+    fn prove_batch(
+        &self,
+        asgs: &mut [Option<ProvingAssignment>],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+    ) -> Vec<(usize, Result<Proof<Bls12>>)> {
         let t = Instant::now();
-        // Read only: on an error the engine retries the same assignment on the CPU.
-        let asg = asg.as_ref().ok_or_else(|| Error::internal("no assignment to prove"))?;
-        check_size(&asg, &srs.size)?;
-        let loaded = self.loaded(srs)?;
-        if self.faults.take() {
-            return Err(Error::proving(format!("{}: injected GPU fault", self.name)));
+        let n = asgs.len();
+        let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> = (0..n).map(|_| None).collect();
+        let width = self.max_batch();
+        let gpus = self.usable_gpus().max(1);
+        let loaded = self.loaded(srs);
+        // Which items go to the GPUs; the others get their error now. Assignments are only
+        // read: after an error the engine proves them again elsewhere.
+        let mut run = Vec::new();
+        for (i, a) in asgs.iter().enumerate() {
+            let err = match (a, &loaded) {
+                (None, _) => Some(Error::internal("no assignment to prove")),
+                (_, Err(e)) => Some(e.clone()),
+                (Some(_), _) if i >= width => Some(Error::new(
+                    Status::Unsupported,
+                    format!("{}: batch of {n} for {width} usable GPUs", self.name),
+                )),
+                (Some(a), _) => check_size(a, &srs.size).err(),
+            };
+            let dev = gpu_of(i, n, gpus).min(self.devices.len().saturating_sub(1));
+            match err {
+                Some(e) => results[i] = Some((dev, Err(e))),
+                None if self.faults.take(dev) => {
+                    results[i] = Some((dev, Err(Error::proving(format!("{}: injected GPU fault", self.names[dev])))))
+                }
+                None => run.push(i),
+            }
         }
-        let a = supraseal_c2::Assignment::<Fr> {
-            a_aux_density: asg.a_aux_density.bv.as_raw_slice().as_ptr(),
-            a_aux_bit_len: asg.a_aux_density.bv.len(),
-            a_aux_popcount: asg.a_aux_density.get_total_density(),
-            b_inp_density: asg.b_input_density.bv.as_raw_slice().as_ptr(),
-            b_inp_bit_len: asg.b_input_density.bv.len(),
-            b_inp_popcount: asg.b_input_density.get_total_density(),
-            b_aux_density: asg.b_aux_density.bv.as_raw_slice().as_ptr(),
-            b_aux_bit_len: asg.b_aux_density.bv.len(),
-            b_aux_popcount: asg.b_aux_density.get_total_density(),
-            a: asg.a.as_ptr(),
-            b: asg.b.as_ptr(),
-            c: asg.c.as_ptr(),
-            abc_size: asg.a.len(),
-            inp_assignment_data: asg.input_assignment.as_ptr(),
-            inp_assignment_size: asg.input_assignment.len(),
-            aux_assignment_data: asg.aux_assignment.as_ptr(),
-            aux_assignment_size: asg.aux_assignment.len(),
-        };
-        let mut proofs = vec![Proof::<Bls12> {
-            a: G1Affine::identity(),
-            b: G2Affine::identity(),
-            c: G1Affine::identity(),
-        }];
-        times.host_ms = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        // Reports device errors by panicking; the engine's prover worker turns that into an
-        // error for this partition (and retries it on the CPU).
-        supraseal_c2::generate_groth16_proofs(&[a], &[r], &[s], &mut proofs, &loaded.srs);
-        times.gpu_ms = t.elapsed().as_secs_f64() * 1e3;
-        Ok(proofs.pop().expect("one proof"))
+        if let (false, Ok(loaded)) = (run.is_empty(), &loaded) {
+            let provers: Vec<supraseal_c2::Assignment<Fr>> = run
+                .iter()
+                .map(|&i| {
+                    let a = asgs[i].as_ref().expect("checked above");
+                    supraseal_c2::Assignment::<Fr> {
+                        a_aux_density: a.a_aux_density.bv.as_raw_slice().as_ptr(),
+                        a_aux_bit_len: a.a_aux_density.bv.len(),
+                        a_aux_popcount: a.a_aux_density.get_total_density(),
+                        b_inp_density: a.b_input_density.bv.as_raw_slice().as_ptr(),
+                        b_inp_bit_len: a.b_input_density.bv.len(),
+                        b_inp_popcount: a.b_input_density.get_total_density(),
+                        b_aux_density: a.b_aux_density.bv.as_raw_slice().as_ptr(),
+                        b_aux_bit_len: a.b_aux_density.bv.len(),
+                        b_aux_popcount: a.b_aux_density.get_total_density(),
+                        a: a.a.as_ptr(),
+                        b: a.b.as_ptr(),
+                        c: a.c.as_ptr(),
+                        abc_size: a.a.len(),
+                        inp_assignment_data: a.input_assignment.as_ptr(),
+                        inp_assignment_size: a.input_assignment.len(),
+                        aux_assignment_data: a.aux_assignment.as_ptr(),
+                        aux_assignment_size: a.aux_assignment.len(),
+                    }
+                })
+                .collect();
+            let r: Vec<Fr> = run.iter().map(|&i| rs[i]).collect();
+            let s: Vec<Fr> = run.iter().map(|&i| ss[i]).collect();
+            let mut proofs = vec![
+                Proof::<Bls12> {
+                    a: G1Affine::identity(),
+                    b: G2Affine::identity(),
+                    c: G1Affine::identity(),
+                };
+                run.len()
+            ];
+            let host_ms = t.elapsed().as_secs_f64() * 1e3;
+            let t = Instant::now();
+            // supraseal reports device errors by panicking: that fails this call's partitions,
+            // which the engine then proves again.
+            let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                supraseal_c2::generate_groth16_proofs(&provers, &r, &s, &mut proofs, &loaded.srs)
+            }));
+            let gpu_ms = t.elapsed().as_secs_f64() * 1e3;
+            for (j, &i) in run.iter().enumerate() {
+                let dev = gpu_of(j, run.len(), gpus);
+                times[i].host_ms = host_ms;
+                times[i].gpu_ms = gpu_ms;
+                results[i] = Some((
+                    dev,
+                    match &called {
+                        Ok(()) => Ok(proofs[j].clone()),
+                        Err(p) => Err(Error::proving(format!(
+                            "{}: GPU prover failed: {}",
+                            self.names[dev],
+                            crate::error::panic_message(p.as_ref())
+                        ))),
+                    },
+                ));
+            }
+        }
+        results.into_iter().map(|r| r.expect("every item has a result")).collect()
+    }
+}
+
+/// The GPU supraseal gives circuit `i` of a call with `n` circuits on `g` GPUs: contiguous
+/// runs, the first `n % g` GPUs taking one more.
+pub fn gpu_of(i: usize, n: usize, g: usize) -> usize {
+    let g = g.clamp(1, n.max(1));
+    let (per, rem) = (n / g, n % g);
+    // GPUs 0..rem hold per+1 circuits each, the rest per.
+    if i < rem * (per + 1) {
+        i / (per + 1)
+    } else {
+        rem + (i - rem * (per + 1)) / per.max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gpu_of;
+
+    #[test]
+    fn circuits_map_to_gpus_like_supraseal() {
+        // n = 5 on 2 GPUs: 3 then 2.
+        assert_eq!((0..5).map(|i| gpu_of(i, 5, 2)).collect::<Vec<_>>(), [0, 0, 0, 1, 1]);
+        assert_eq!((0..2).map(|i| gpu_of(i, 2, 2)).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!((0..1).map(|i| gpu_of(i, 1, 2)).collect::<Vec<_>>(), [0]);
+        assert_eq!((0..4).map(|i| gpu_of(i, 4, 1)).collect::<Vec<_>>(), [0, 0, 0, 0]);
+        assert_eq!((0..7).map(|i| gpu_of(i, 7, 3)).collect::<Vec<_>>(), [0, 0, 0, 1, 1, 2, 2]);
     }
 }

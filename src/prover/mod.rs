@@ -41,6 +41,46 @@ pub trait ProverBackend: Send + Sync {
     /// Called when a job's parameters are first used and by `Engine::preload`.
     fn prepare(&self, srs: &Srs) -> Result<()>;
 
+    /// The devices this backend drives, by name; a multi-GPU backend proves a batch of
+    /// partitions across them in one call.
+    fn devices(&self) -> Vec<String> {
+        vec![self.name().to_string()]
+    }
+
+    /// Partitions one `prove_batch` call takes now (one per usable device; 0 when every device
+    /// is disabled, and the engine then proves on the CPU).
+    fn max_batch(&self) -> usize {
+        1
+    }
+
+    /// The device (index into `devices()`) that item `i` of a batch of `n` will run on.
+    fn device_for(&self, _i: usize, _n: usize) -> usize {
+        0
+    }
+
+    /// Enables or disables one of `devices()` (taken out of service by the operator, or after
+    /// repeated errors). Returns false where the backend cannot do that.
+    fn set_enabled(&self, _device: usize, _on: bool) -> bool {
+        false
+    }
+
+    /// Proves `asgs.len() <= max_batch()` assignments; result `i` is for `asgs[i]`, with the
+    /// index (into `devices()`) of the device that ran it. The default proves them in turn.
+    fn prove_batch(
+        &self,
+        asgs: &mut [Option<ProvingAssignment>],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+    ) -> Vec<(usize, Result<Proof<Bls12>>)> {
+        asgs.iter_mut()
+            .zip(rs.iter().zip(ss))
+            .zip(times.iter_mut())
+            .map(|((a, (r, s)), t)| (0, self.prove(a, srs, *r, *s, t)))
+            .collect()
+    }
+
     /// Proves one assignment with the randomness `r`, `s`. A backend that consumes the
     /// assignment takes it out of `asg` (freeing memory as it goes); one that only reads it
     /// leaves it there, so that after an error the engine can retry it elsewhere without having

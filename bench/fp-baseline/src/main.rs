@@ -9,9 +9,12 @@ use std::{
     time::Instant,
 };
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
-use cuzk::{fixture, porep, FixtureShape};
+use filecoin_proofs_api::{
+    seal::{self, SealCommitPhase1Output},
+    SectorId,
+};
 
 #[derive(Parser)]
 struct Args {
@@ -40,14 +43,20 @@ struct Args {
 fn main() -> Result<()> {
     env_logger::init();
     let a = Args::parse();
-    let c1 = std::fs::read(&a.c1).with_context(|| format!("reading {}", a.c1.display()))?;
-    let parsed = porep::parse_c1(&c1)?;
-    let shape = FixtureShape {
-        partitions: a.partitions,
-        layers: a.layers,
-    };
-    fixture::apply_fixture_tables(parsed.c1.registered_proof, shape)?;
-    let prover_id = porep::prover_id_from_miner(a.miner_id);
+    let bytes = std::fs::read(&a.c1).with_context(|| format!("reading {}", a.c1.display()))?;
+    let c1: SealCommitPhase1Output = serde_json::from_slice(&bytes).context("C1 JSON")?;
+    // Test shapes (fixtures only), as cuzk's fixture module sets them.
+    let size = u64::from(c1.registered_proof.sector_size());
+    if a.partitions != 0 {
+        filecoin_proofs::POREP_PARTITIONS
+            .write()
+            .map_err(|_| anyhow!("poisoned"))?
+            .insert(size, a.partitions as u8);
+    }
+    if a.layers != 0 {
+        filecoin_proofs::LAYERS.write().map_err(|_| anyhow!("poisoned"))?.insert(size, a.layers);
+    }
+    let prover_id = prover_id_from_miner(a.miner_id);
     let next = AtomicUsize::new(0);
     let walls = Mutex::new(Vec::new());
     let failures = AtomicUsize::new(0);
@@ -57,9 +66,20 @@ fn main() -> Result<()> {
             sc.spawn(|| {
                 while next.fetch_add(1, Ordering::SeqCst) < a.count {
                     let t = Instant::now();
-                    let ok = fixture::baseline_c2(&c1, prover_id, a.sector_id).and_then(|proof| {
+                    let id = SectorId::from(a.sector_id);
+                    let ok = seal::seal_commit_phase2(c1.clone(), prover_id, id).and_then(|out| {
                         let wall = t.elapsed().as_secs_f64();
-                        fixture::verify_with_filecoin_proofs(&c1, prover_id, a.sector_id, &proof).map(|v| (v, wall))
+                        seal::verify_seal(
+                            c1.registered_proof,
+                            c1.comm_r,
+                            c1.comm_d,
+                            prover_id,
+                            id,
+                            c1.ticket,
+                            c1.seed,
+                            &out.proof,
+                        )
+                        .map(|v| (v, wall))
                     });
                     match ok {
                         Ok((true, wall)) => walls.lock().unwrap().push(wall),
@@ -108,4 +128,22 @@ fn peak_rss() -> u64 {
         })
         .map(|kb| kb * 1024)
         .unwrap_or(0)
+}
+
+/// The prover id of a miner actor: its id as an unsigned LEB128 varint, zero-padded.
+fn prover_id_from_miner(miner_id: u64) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    let mut v = miner_id;
+    let mut i = 0;
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out[i] = byte;
+            break;
+        }
+        out[i] = byte | 0x80;
+        i += 1;
+    }
+    out
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The benchmark runs recorded in BENCHMARKS.md, as run on the lent GPU machines (one call of the
+# device tool each). Results are packed into $OUT/results.tgz (the tool returns few files).
+#   scripts/device-plan.sh h200     # issue 5: 1 GPU, real 2KiB and 10-partition streams
+#   scripts/device-plan.sh x2       # issue 6: 2 GPUs, 1 vs 2 devices, a device removed mid-run
+#   scripts/device-plan.sh scaled   # the 32GiB-shaped scaled fixture
+set -uo pipefail
+FINAL=${OUT:-out}
+export OUT=/tmp/cuzk-out
+rm -rf "$OUT"; mkdir -p "$OUT"
+D=scripts/device-bench.sh
+SUPRA="--baseline-bin fp-supraseal=.dev/fp-supraseal"
+ECGPU="--baseline-bin fp-ecgpu=.dev/fp-ecgpu"
+case ${1:-} in
+  h200)
+    $D info
+    $D selftest 65536
+    $D setup 2k
+    $D bench 2k-b1 2k 30 -j 16 --gpu-batch 1
+    $D bench 2k 2k 30 -j 16 --gpu-batch 4 $SUPRA $ECGPU --baseline-jobs 1 --baseline-count 8
+    $D setup p10
+    $D bench p10-b1 p10 10 -j 4 --gpu-batch 1
+    $D bench p10 p10 10 -j 4 --gpu-batch 4 $SUPRA $ECGPU --baseline-jobs 1 --baseline-count 4
+    $D bench p10-b10 p10 10 -j 4 --gpu-batch 10
+    ;;
+  x2)
+    $D info
+    $D setup p10
+    CUZK_SYNTHESIS_NICE=0 $D bench x2-p10-1gpu-nice0 p10 12 -j 6 --devices 1
+    $D bench x2-p10-1gpu p10 12 -j 6 --devices 1 $SUPRA --baseline-jobs 1 --baseline-count 4
+    $D bench x2-p10-2gpu p10 12 -j 6 --devices 2
+    $D bench x2-p10-remove p10 12 -j 6 --devices 2 --disable-device 1@4
+    # The scaled fixture's parameters, in the background for the next call (`scaled`).
+    setsid nohup $D setup scaled > /tmp/scaled-setup.out 2>&1 < /dev/null &
+    ;;
+  scaled)
+    while pgrep -f 'setup --sector-size 2KiB --partitions 10 --layers 11' > /dev/null; do sleep 2; done
+    cat /tmp/scaled-setup.out 2>/dev/null
+    $D setup scaled
+    $D bench scaled-1gpu scaled 6 -j 3 --devices 1 $SUPRA --baseline-jobs 1 --baseline-count 2
+    [[ $(nvidia-smi -L | wc -l) -ge 2 ]] && $D bench scaled-2gpu scaled 6 -j 3 --devices 2
+    ;;
+  *) echo "usage: $0 h200|x2|scaled" >&2; exit 2 ;;
+esac
+tar czf "$FINAL/results.tgz" -C "$OUT" .
+ls -la "$FINAL"
