@@ -33,6 +33,12 @@ case ${1:-} in
     # The scaled fixture's parameters, in the background for the next call (`scaled`).
     setsid nohup $D setup scaled > /tmp/scaled-setup.out 2>&1 < /dev/null &
     ;;
+  x2-remove)
+    # Writes straight to the returned folder (a short lease may end mid-run).
+    export OUT=$FINAL
+    $D setup p10
+    $D bench x2-p10-remove p10 12 -j 6 --devices 2 --disable-device 1@4
+    exit ;;
   scaled)
     while pgrep -f 'setup --sector-size 2KiB --partitions 10 --layers 11' > /dev/null; do sleep 2; done
     cat /tmp/scaled-setup.out 2>/dev/null

@@ -119,7 +119,8 @@ impl Config {
         }
         if self.synthesis_workers == 0 {
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-            self.synthesis_workers = cores.clamp(2, 16);
+            // One per core: the memory budget, not this, bounds what is in flight.
+            self.synthesis_workers = cores.max(2);
         }
         self
     }
@@ -950,10 +951,17 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
             let failures = {
                 let mut devs = inner.devices.lock();
                 let dv = &mut devs[slot];
-                dv.consecutive_failures = if p.result.is_ok() { 0 } else { dv.consecutive_failures + 1 };
+                // Only device faults count (not, say, a partition that does not fit the
+                // parameters, or no device being usable).
+                match &p.result {
+                    Ok(_) => dv.consecutive_failures = 0,
+                    Err(e) if matches!(e.status, Status::Proving | Status::Panic) => dv.consecutive_failures += 1,
+                    Err(_) => {}
+                }
                 dv.consecutive_failures
             };
-            if p.result.is_err() && failures >= DEVICE_FAILURE_LIMIT && backend.set_enabled(sub, false) {
+            if matches!(&p.result, Err(e) if matches!(e.status, Status::Proving | Status::Panic))
+                && failures >= DEVICE_FAILURE_LIMIT && backend.set_enabled(sub, false) {
                 log::error!(
                     "{}: {failures} partitions failed in a row: device taken out of service",
                     inner.devices.lock()[slot].name

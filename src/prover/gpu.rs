@@ -237,10 +237,19 @@ impl ProverBackend for SuprasealProver {
         ss: &[Fr],
         times: &mut [StageTimes],
     ) -> Vec<(usize, Result<Proof<Bls12>>)> {
-        let t = Instant::now();
-        let n = asgs.len();
-        let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> = (0..n).map(|_| None).collect();
         let width = self.max_batch();
+        let n = asgs.len();
+        if width > 0 && n > width {
+            // A device went out of service after this batch was formed: prove it in turns.
+            let mut out = Vec::with_capacity(n);
+            for start in (0..n).step_by(width) {
+                let end = (start + width).min(n);
+                out.extend(self.prove_batch(&mut asgs[start..end], srs, &rs[start..end], &ss[start..end], &mut times[start..end]));
+            }
+            return out;
+        }
+        let t = Instant::now();
+        let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> = (0..n).map(|_| None).collect();
         let gpus = self.usable_gpus().max(1);
         let loaded = self.loaded(srs);
         // Which items go to the GPUs; the others get their error now. Assignments are only
