@@ -9,7 +9,7 @@
 //!   can JIT it. The supraseal kernels take their extra architectures from `NVCC_APPEND_FLAGS`
 //!   (set in `.cargo/config.toml`, overridable from the environment).
 
-use std::{env, path::PathBuf, process::Command};
+use std::env;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -27,6 +27,7 @@ fn main() {
 #[cfg(feature = "cuda")]
 mod cuda {
     use super::*;
+    use std::{path::PathBuf, process::Command};
 
     fn nvcc() -> PathBuf {
         let candidates: Vec<PathBuf> = env::var_os("NVCC")

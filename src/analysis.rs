@@ -642,7 +642,7 @@ mod tests {
         partition(&mut e, 1, 2, 0, 0, 100, 0, 350, 400);
         let a = analyze(&e);
         assert_eq!(a.devices.len(), 1);
-        assert!((a.devices[0].busy_ms - 0.25).abs() < 1e-9, "{}", a.devices[0].busy_ms);
+        assert!((a.devices[0].busy_ms - 250.0).abs() < 1e-9, "{}", a.devices[0].busy_ms);
     }
 
     #[test]

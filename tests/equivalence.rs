@@ -14,7 +14,7 @@ use blstrs::{Bls12, Scalar as Fr};
 use cuzk::{
     fixture::{self, FixtureSpec},
     porep::{self, FixtureShape},
-    prover::{cpu::CpuProver, ProverBackend, ProvingAssignment, StageTimes},
+    prover::{cpu::CpuProver, ProvingAssignment, StageTimes},
 };
 use ff::Field;
 use rand::SeedableRng;

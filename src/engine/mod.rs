@@ -48,7 +48,8 @@ pub struct Config {
     /// Partitions synthesized at once (each on its own thread). 0: automatic.
     pub synthesis_workers: usize,
     /// Synthesized partitions allowed to wait for a prover before synthesis pauses (keeps
-    /// memory to what the provers can use soon). 0: automatic (2 per prover).
+    /// memory to what the provers can use soon). 0: automatic (two calls' worth per prover:
+    /// 2 for the CPU, 2 × GPUs × partitions per GPU call for the GPU backend).
     pub synthesis_lookahead: usize,
     /// Memory budget in bytes for resident parameters plus in-flight partitions. 0: automatic
     /// (90% of the memory available at start).
@@ -783,11 +784,13 @@ fn synth_worker(inner: &Arc<Inner>, w: usize) {
             }
         }
     }
-    let lookahead = match inner.cfg.synthesis_lookahead {
-        0 => 2 * inner.backends.len(),
-        n => n,
-    };
     loop {
+        // Two calls' worth per prover: a multi-GPU or batching backend takes several
+        // partitions per call (re-read: devices can leave service).
+        let lookahead = match inner.cfg.synthesis_lookahead {
+            0 => 2 * inner.backends.iter().map(|b| b.max_batch().max(1)).sum::<usize>(),
+            n => n,
+        };
         // Do not run ahead of the provers: synthesized partitions hold their memory until proved.
         inner.prove_q.wait_below(lookahead, || !inner.running.load(Ordering::Acquire));
         let Some((key, item)) = inner.synth_q.pop() else { break };

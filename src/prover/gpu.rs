@@ -26,7 +26,7 @@ use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
 use group::prime::PrimeCurveAffine;
 use parking_lot::Mutex;
 
-use super::{cpu::check_size, ProverBackend, ProvingAssignment, StageTimes};
+use super::{batch_device as gpu_of, cpu::check_size, ProverBackend, ProvingAssignment, StageTimes};
 use crate::{
     engine::{budget::Reservation, srs::Srs},
     error::{Error, Result, Status},
@@ -339,30 +339,3 @@ impl ProverBackend for SuprasealProver {
     }
 }
 
-/// The GPU supraseal gives circuit `i` of a call with `n` circuits on `g` GPUs: contiguous
-/// runs, the first `n % g` GPUs taking one more.
-pub fn gpu_of(i: usize, n: usize, g: usize) -> usize {
-    let g = g.clamp(1, n.max(1));
-    let (per, rem) = (n / g, n % g);
-    // GPUs 0..rem hold per+1 circuits each, the rest per.
-    if i < rem * (per + 1) {
-        i / (per + 1)
-    } else {
-        rem + (i - rem * (per + 1)) / per.max(1)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::gpu_of;
-
-    #[test]
-    fn circuits_map_to_gpus_like_supraseal() {
-        // n = 5 on 2 GPUs: 3 then 2.
-        assert_eq!((0..5).map(|i| gpu_of(i, 5, 2)).collect::<Vec<_>>(), [0, 0, 0, 1, 1]);
-        assert_eq!((0..2).map(|i| gpu_of(i, 2, 2)).collect::<Vec<_>>(), [0, 1]);
-        assert_eq!((0..1).map(|i| gpu_of(i, 1, 2)).collect::<Vec<_>>(), [0]);
-        assert_eq!((0..4).map(|i| gpu_of(i, 4, 1)).collect::<Vec<_>>(), [0, 0, 0, 0]);
-        assert_eq!((0..7).map(|i| gpu_of(i, 7, 3)).collect::<Vec<_>>(), [0, 0, 0, 1, 1, 2, 2]);
-    }
-}
