@@ -54,7 +54,7 @@ test-c: build fixtures
 	  CUZK_TEST_PROOF_OUT=$(CBUILD)/dropin.proof $(CBUILD)/test_ffi full
 	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/dropin.proof
 	ASAN_OPTIONS=detect_leaks=1 CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
-	  CUZK_TEST_PARAMS=$(PARAMS) $(CBUILD)/test_ffi_asan errors
+	  CUZK_TEST_NO_GPU=1 CUZK_TEST_PARAMS=$(PARAMS) $(CBUILD)/test_ffi_asan errors
 
 ## pkg-config file for linking libcuzk from outside this repository.
 go-pc: build
@@ -81,7 +81,7 @@ test-cuda: build-cuda fixtures
 	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/cuda.proof
 	$(CC) $(CFLAGS_TEST) -O1 -o $(CBUILD)/test_ffi_cuda tests/c/test_ffi.c -Ltarget/cuda -lcuzk -Wl,-rpath,$(abspath target/cuda)
 	CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
-	  $(CBUILD)/test_ffi_cuda errors
+	  CUZK_TEST_NO_GPU=1 $(CBUILD)/test_ffi_cuda errors
 
 ## Everything CI runs.
 test: header-check test-rust test-c test-go test-cuda

@@ -99,6 +99,12 @@ func TestGarbageInputIsAnError(t *testing.T) {
 	if _, err := engine.Await(context.Background(), 123456); !errors.Is(err, ErrNotFound) {
 		t.Errorf("await unknown: err = %v", err)
 	}
+	if err := engine.SetDeviceEnabled(99, false); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("unknown device: err = %v", err)
+	}
+	if err := engine.SetDeviceEnabled(-1, true); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("negative device: err = %v", err)
+	}
 	if _, err := VerifySeal(fixture, testSector, ProverID(testMiner), []byte{1, 2, 3}); err != nil {
 		t.Errorf("malformed proof should be invalid, not an error: %v", err)
 	}

@@ -9,6 +9,8 @@ import "C"
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -186,6 +188,18 @@ func (e *Engine) Prove(ctx context.Context, req Request) ([]byte, error) {
 func (e *Engine) Cancel(id JobID) error {
 	var cerr C.cuzk_error
 	return takeError(C.cuzk_cancel(C.uint64_t(id), &cerr), &cerr)
+}
+
+// SetDeviceEnabled takes prover device i (its index in the engine's device list) out of
+// service, or puts it back. Partitions being proved finish; later ones go to the other devices,
+// or to the CPU when no GPU is left. The CPU prover cannot leave service (ErrUnsupported-class
+// error); an unknown index is an invalid-argument error.
+func (e *Engine) SetDeviceEnabled(i int, enabled bool) error {
+	if i < 0 || uint64(i) > math.MaxUint32 {
+		return &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf("device %d out of range", i)}
+	}
+	var cerr C.cuzk_error
+	return takeError(C.cuzk_device_set_enabled(C.uint32_t(i), C.bool(enabled), &cerr), &cerr)
 }
 
 // State reports a job's state without waiting.

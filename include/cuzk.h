@@ -394,6 +394,15 @@ cuzk_status cuzk_await(uint64_t job_id,
 cuzk_status cuzk_cancel(uint64_t job_id, struct cuzk_error *err_out);
 
 /**
+ * Takes prover device `device` out of service (`enabled` false) or puts it back, by its index
+ * in the engine's device list (`cuzk_engine_metrics`, JSON `devices`). Partitions being proved
+ * finish; later ones go to the other devices, or to the CPU when no GPU is left.
+ * `CUZK_STATUS_INVALID_ARGUMENT` for an unknown index, `CUZK_STATUS_UNSUPPORTED` for a device
+ * that cannot leave service (the CPU prover), `CUZK_STATUS_NOT_RUNNING` without an engine.
+ */
+cuzk_status cuzk_device_set_enabled(uint32_t device, bool enabled, struct cuzk_error *err_out);
+
+/**
  * Writes the state of a job without waiting, as a `cuzk_job_state` value. `CUZK_STATUS_NOT_FOUND` for unknown or already
  * awaited ids.
  */

@@ -329,6 +329,13 @@ impl EngineStatus {
                 .collect()
         };
         metric("cuzk_device_busy", "gauge", "1 while the device proves a partition.", &dev(&|d| d.current.is_some() as u8 as f64));
+        metric("cuzk_device_enabled", "gauge", "1 while the device is in service.", &dev(&|d| d.enabled as u8 as f64));
+        metric(
+            "cuzk_device_consecutive_failures",
+            "gauge",
+            "Partitions failed in a row on the device (3 take it out of service).",
+            &dev(&|d| d.consecutive_failures as f64),
+        );
         metric(
             "cuzk_device_partitions_total",
             "counter",

@@ -367,6 +367,16 @@ pub extern "C" fn cuzk_cancel(job_id: u64, err_out: *mut cuzk_error) -> Status {
     boundary(err_out, || running()?.cancel(job_id))
 }
 
+/// Takes prover device `device` out of service (`enabled` false) or puts it back, by its index
+/// in the engine's device list (`cuzk_engine_metrics`, JSON `devices`). Partitions being proved
+/// finish; later ones go to the other devices, or to the CPU when no GPU is left.
+/// `CUZK_STATUS_INVALID_ARGUMENT` for an unknown index, `CUZK_STATUS_UNSUPPORTED` for a device
+/// that cannot leave service (the CPU prover), `CUZK_STATUS_NOT_RUNNING` without an engine.
+#[no_mangle]
+pub extern "C" fn cuzk_device_set_enabled(device: u32, enabled: bool, err_out: *mut cuzk_error) -> Status {
+    boundary(err_out, || running()?.set_device_enabled(device as usize, enabled))
+}
+
 /// State of a job, from `cuzk_poll`.
 #[repr(i32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

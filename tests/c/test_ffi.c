@@ -162,6 +162,11 @@ int main(int argc, char **argv) {
   expect(cuzk_cancel(987654, &err), CUZK_STATUS_NOT_FOUND, &err, "cancel unknown");
   expect(cuzk_await(job, 0, NULL, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "await NULL out");
 
+  /* Devices: an unknown index is refused; the CPU prover (device 0 without a GPU) cannot leave. */
+  expect(cuzk_device_set_enabled(99, false, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "unknown device");
+  if (getenv("CUZK_TEST_NO_GPU"))
+    expect(cuzk_device_set_enabled(0, false, &err), CUZK_STATUS_UNSUPPORTED, &err, "CPU prover stays");
+
   if (full) {
     /* Drop-in, valid: the proof is written for `cuzk verify` to check with filecoin-proofs. */
     expect(cuzk_seal_commit_phase2(c1, c1_len, sector, &prover, &proof, &err), CUZK_STATUS_OK, &err, "drop-in prove");
