@@ -1,12 +1,12 @@
 //! The GPU backend: supraseal-c2's Groth16 prover (sppark NTT and MSM kernels, built for sm_90
-//! by `build.rs` / `.cargo/config.toml`), one partition per call.
+//! through `.cargo/config.toml`), several partitions per call, spread over the GPUs.
 //!
 //! What runs where, per partition: the h polynomial (3 iNTT + 3 coset NTT + 1 iNTT) and the H,
 //! L, A, B(G1) MSMs and the B(G2) batch additions on the GPU; on the host, supraseal's
 //! pre-processing pass over the assignment (splitting the 0/1 scalars out of the MSMs) and the
 //! B(G2) tail MSM over the remaining scalars (a CPU Pippenger on all cores). `StageTimes`
-//! records the whole call (`gpu_ms`) and our own host-side mapping (`host_ms`); the benchmark
-//! measures the host-side part of the call separately (`cuzk bench gpu-split`).
+//! records the whole call (`gpu_ms`) and our own host-side mapping (`host_ms`); supraseal's
+//! host-side share of the call cannot be timed from outside it (BENCHMARKS.md, section 4).
 //!
 //! The parameters go to pinned host memory once per circuit (supraseal's SRS cache, keyed by
 //! path), charged to the engine's memory budget, and stay there for the engine's life.
