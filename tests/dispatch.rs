@@ -128,6 +128,8 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
     assert_eq!(log.iter().filter(|(_, ok)| !ok).count(), 1, "{log:?}");
     assert_eq!(log[0], (0, false), "{log:?}");
     let st = engine.status();
+    assert_eq!(st.cpu_retries, 1);
+    assert!(st.prometheus().contains("cuzk_partitions_cpu_retried_total 1"));
     assert!(st.devices.iter().map(|d| d.consecutive_failures).sum::<u32>() <= 1, "{:?}", st.devices);
 
     // Device 0 out of service mid-run: job 2 goes to device 1 only.

@@ -228,6 +228,7 @@ struct Counters {
     completed: AtomicU64,
     failed: AtomicU64,
     cancelled: AtomicU64,
+    cpu_retries: AtomicU64,
     synthesizing: AtomicU64,
     proving: AtomicU64,
 }
@@ -286,6 +287,8 @@ pub struct EngineStatus {
     pub completed: u64,
     pub failed: u64,
     pub cancelled: u64,
+    /// Partitions a GPU failed on and the CPU proved instead.
+    pub cpu_retries: u64,
     pub resident_params: Vec<String>,
     pub devices: Vec<DeviceStatus>,
 }
@@ -305,6 +308,12 @@ impl EngineStatus {
         metric("cuzk_jobs_completed_total", "counter", "Jobs that returned a verified proof.", &one(self.completed as f64));
         metric("cuzk_jobs_failed_total", "counter", "Jobs that ended with an error.", &one(self.failed as f64));
         metric("cuzk_jobs_cancelled_total", "counter", "Jobs cancelled.", &one(self.cancelled as f64));
+        metric(
+            "cuzk_partitions_cpu_retried_total",
+            "counter",
+            "Partitions a GPU failed on, proved again on the CPU.",
+            &one(self.cpu_retries as f64),
+        );
         metric("cuzk_jobs_in_flight", "gauge", "Jobs submitted and not finished.", &one(self.jobs_in_flight as f64));
         metric(
             "cuzk_partitions",
@@ -606,6 +615,7 @@ impl Engine {
             completed: i.counters.completed.load(Ordering::Relaxed),
             failed: i.counters.failed.load(Ordering::Relaxed),
             cancelled: i.counters.cancelled.load(Ordering::Relaxed),
+            cpu_retries: i.counters.cpu_retries.load(Ordering::Relaxed),
             resident_params: i.srs.resident(),
             devices: i.devices.lock().clone(),
         }
@@ -904,6 +914,8 @@ struct Proved {
     slot: usize,
     result: Result<Proof<Bls12>>,
     stages: StageTimes,
+    /// Proved by the CPU fallback (after a GPU error, or with every GPU out of service).
+    on_cpu: bool,
 }
 
 fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items: Vec<ProveItem>) {
@@ -956,6 +968,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
             slot,
             result,
             stages: times[i],
+            on_cpu: false,
         };
         if backend.is_gpu() && use_gpu {
             let failures = {
@@ -997,6 +1010,8 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
                 inner.fallback.prove(&mut asgs[i], &srs, rs[i], ss[i], &mut st)
             });
             p.stages = st;
+            p.on_cpu = true;
+            inner.counters.cpu_retries.fetch_add(1, Ordering::Relaxed);
         }
         asgs[i] = None;
         proved.push(p);
@@ -1007,10 +1022,14 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
         {
             let mut devs = inner.devices.lock();
             devs[p.slot].current = None;
-            devs[p.slot].partitions_proved += p.result.is_ok() as u64;
+            devs[p.slot].partitions_proved += (p.result.is_ok() && !p.on_cpu) as u64;
         }
         // Where the event's slot guess was wrong (a partial batch), close it where it opened.
-        let detail = if p.result.is_ok() { inner.devices.lock()[p.slot].name.clone() } else { "failed".into() };
+        let detail = match (&p.result, p.on_cpu) {
+            (Err(_), _) => "failed".to_string(),
+            (Ok(_), true) => "cpu".to_string(),
+            (Ok(_), false) => inner.devices.lock()[p.slot].name.clone(),
+        };
         inner.timeline.emit(EventKind::GpuEnd, job.id, k as u32, p.slot as u32, prove_ms as u64, &detail);
         drop(reservation);
         let proof = match p.result {
