@@ -3,12 +3,17 @@
 # device tool each). Results are packed into $OUT/results.tgz (the tool returns few files).
 #   scripts/device-plan.sh h200     # issue 5: 1 GPU, real 2KiB and 10-partition streams
 #   scripts/device-plan.sh x2       # issue 6: 2 GPUs, 1 vs 2 devices, a device removed mid-run
-#   scripts/device-plan.sh scaled   # the 32GiB-shaped scaled fixture
+#   scripts/device-plan.sh scaled   # the 32GiB-shaped scaled fixture (on nvidia-h200-x2 it also
+#                                   # runs 2 GPUs; parameter generation ~5 min, so give it a call
+#                                   # of its own)
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
 rm -rf "$OUT"; mkdir -p "$OUT"
-D=scripts/device-bench.sh
+# Each step re-packs what is there so far: a run cut short by the lease still returns it.
+pack() { tar czf "$FINAL/results.tgz" -C "$OUT" . 2>/dev/null; }
+step() { scripts/device-bench.sh "$@"; local rc=$?; pack; return $rc; }
+D=step
 SUPRA="--baseline-bin fp-supraseal=.dev/fp-supraseal"
 ECGPU="--baseline-bin fp-ecgpu=.dev/fp-ecgpu"
 case ${1:-} in
@@ -31,11 +36,12 @@ case ${1:-} in
     $D bench x2-p10-2gpu p10 12 -j 6 --devices 2
     $D bench x2-p10-remove p10 12 -j 6 --devices 2 --disable-device 1@4
     # The scaled fixture's parameters, in the background for the next call (`scaled`).
-    setsid nohup $D setup scaled > /tmp/scaled-setup.out 2>&1 < /dev/null &
+    setsid nohup scripts/device-bench.sh setup scaled > /tmp/scaled-setup.out 2>&1 < /dev/null &
     ;;
   x2-remove)
     # Writes straight to the returned folder (a short lease may end mid-run).
     export OUT=$FINAL
+    pack() { :; }
     $D setup p10
     $D bench x2-p10-remove p10 12 -j 6 --devices 2 --disable-device 1@4
     exit ;;
@@ -48,5 +54,5 @@ case ${1:-} in
     ;;
   *) echo "usage: $0 h200|x2|scaled" >&2; exit 2 ;;
 esac
-tar czf "$FINAL/results.tgz" -C "$OUT" .
+pack
 ls -la "$FINAL"
