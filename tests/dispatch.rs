@@ -57,12 +57,7 @@ impl ProverBackend for SimTwo {
         s: Fr,
         times: &mut StageTimes,
     ) -> cuzk::Result<Proof<Bls12>> {
-        let mut one = [asg.take()];
-        let mut t = [StageTimes::default()];
-        let out = self.prove_batch(&mut one, srs, &[r], &[s], &mut t).pop().unwrap().1;
-        *asg = one[0].take();
-        *times = t[0];
-        out
+        cuzk::prover::prove_one_as_batch(self, asg, srs, r, s, times)
     }
     fn prove_batch(
         &self,

@@ -367,16 +367,29 @@ impl Engine {
     pub fn start(cfg: Config) -> Result<Engine> {
         let cfg = cfg.resolved();
         let backends = select_backends(&cfg.devices, cfg.gpu_batch)?;
-        Self::start_with_backends(cfg, backends)
+        Self::start_resolved(cfg, backends)
     }
 
     /// Starts an engine with the given prover backends, one prover worker each (partitions go
     /// to whichever is free).
     pub fn start_with_backends(cfg: Config, backends: Vec<Box<dyn ProverBackend>>) -> Result<Engine> {
+        Self::start_resolved(cfg.resolved(), backends)
+    }
+
+    fn start_resolved(mut cfg: Config, backends: Vec<Box<dyn ProverBackend>>) -> Result<Engine> {
         if backends.is_empty() {
             return Err(Error::invalid_argument("at least one prover backend is needed"));
         }
-        let cfg = cfg.resolved();
+        // Synthesis yields to the GPU call's host-side work by default (needs the backends).
+        if cfg.synthesis_nice.is_none() {
+            let gpu = backends.iter().any(|b| b.is_gpu());
+            cfg.synthesis_nice = Some(
+                std::env::var("CUZK_SYNTHESIS_NICE")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(if gpu { 10 } else { 0 }),
+            );
+        }
         let mut slot_base = Vec::new();
         let mut devices = Vec::new();
         for b in &backends {
@@ -467,15 +480,9 @@ impl Engine {
             .rposition(|&b| b <= device)
             .filter(|_| device < i.devices.lock().len())
             .ok_or_else(|| Error::invalid_argument(format!("no device {device}")))?;
-        if !i.backends[d].set_enabled(device - i.slot_base[d], on) {
+        if !set_device(i, d, device - i.slot_base[d], on) {
             return Err(Error::new(Status::Unsupported, format!("device {device} cannot be taken out of service")));
         }
-        let mut devs = i.devices.lock();
-        devs[device].enabled = on;
-        if on {
-            devs[device].consecutive_failures = 0;
-        }
-        log::info!("device {} ({}) {}", device, devs[device].name, if on { "enabled" } else { "disabled" });
         Ok(())
     }
 
@@ -788,12 +795,7 @@ fn prepare_backends(inner: &Inner, srs: &Srs) -> Result<()> {
 }
 
 fn synth_worker(inner: &Arc<Inner>, w: usize) {
-    let nice = inner.cfg.synthesis_nice.unwrap_or_else(|| {
-        std::env::var("CUZK_SYNTHESIS_NICE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(if inner.backends.iter().any(|b| b.is_gpu()) { 10 } else { 0 })
-    });
+    let nice = inner.cfg.synthesis_nice.unwrap_or(0);
     if nice != 0 {
         if let Err(e) = crate::ffi::os::set_thread_nice(nice) {
             if w == 0 {
@@ -889,6 +891,22 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
 /// Consecutive failures after which a device is taken out of service.
 const DEVICE_FAILURE_LIMIT: u32 = 3;
 
+/// Puts device `sub` of backend `d` in or out of service, in the backend and in the engine's
+/// status; false where the backend cannot.
+fn set_device(inner: &Inner, d: usize, sub: usize, on: bool) -> bool {
+    if !inner.backends[d].set_enabled(sub, on) {
+        return false;
+    }
+    let slot = inner.slot_base[d] + sub;
+    let mut devs = inner.devices.lock();
+    devs[slot].enabled = on;
+    if on {
+        devs[slot].consecutive_failures = 0;
+    }
+    log::info!("device {slot} ({}) {}", devs[slot].name, if on { "enabled" } else { "disabled" });
+    true
+}
+
 fn prove_worker(inner: &Arc<Inner>, d: usize) {
     let backend = &inner.backends[d];
     while let Some((_, first)) = inner.prove_q.pop() {
@@ -970,26 +988,25 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
             stages: times[i],
             on_cpu: false,
         };
+        // Only device faults count (not, say, a partition that does not fit the parameters,
+        // or no device being usable).
+        let fault = matches!(&p.result, Err(e) if matches!(e.status, Status::Proving | Status::Panic));
         if backend.is_gpu() && use_gpu {
             let failures = {
                 let mut devs = inner.devices.lock();
                 let dv = &mut devs[slot];
-                // Only device faults count (not, say, a partition that does not fit the
-                // parameters, or no device being usable).
-                match &p.result {
-                    Ok(_) => dv.consecutive_failures = 0,
-                    Err(e) if matches!(e.status, Status::Proving | Status::Panic) => dv.consecutive_failures += 1,
-                    Err(_) => {}
+                if p.result.is_ok() {
+                    dv.consecutive_failures = 0;
+                } else if fault {
+                    dv.consecutive_failures += 1;
                 }
                 dv.consecutive_failures
             };
-            if matches!(&p.result, Err(e) if matches!(e.status, Status::Proving | Status::Panic))
-                && failures >= DEVICE_FAILURE_LIMIT && backend.set_enabled(sub, false) {
+            if fault && failures >= DEVICE_FAILURE_LIMIT && set_device(inner, d, sub, false) {
                 log::error!(
                     "{}: {failures} partitions failed in a row: device taken out of service",
                     inner.devices.lock()[slot].name
                 );
-                inner.devices.lock()[slot].enabled = false;
             }
         }
         // A GPU error must not fail the job: GPU backends leave the assignment in place, and
@@ -1114,7 +1131,10 @@ pub fn start_global(cfg: Config) -> Result<Arc<Engine>> {
             && (cfg.memory_budget == 0 || want.memory_budget == have.memory_budget)
             && want.params_dir == have.params_dir
             && want.self_check == have.self_check
-            && want.timeline_file == have.timeline_file;
+            && want.timeline_file == have.timeline_file
+            && want.devices == have.devices
+            && want.gpu_batch == have.gpu_batch
+            && (cfg.synthesis_nice.is_none() || cfg.synthesis_nice == have.synthesis_nice);
         return if same {
             Ok(e.clone())
         } else {

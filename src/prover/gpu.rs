@@ -15,7 +15,7 @@ use std::{
     collections::HashMap,
     path::PathBuf,
     sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, Ordering},
         Arc,
     },
     time::Instant,
@@ -26,7 +26,7 @@ use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
 use group::prime::PrimeCurveAffine;
 use parking_lot::Mutex;
 
-use super::{batch_device as gpu_of, cpu::check_size, ProverBackend, ProvingAssignment, StageTimes};
+use super::{batch_device as gpu_of, cpu::check_size, prove_one_as_batch, ProverBackend, ProvingAssignment, StageTimes};
 use crate::{
     engine::{budget::Reservation, srs::Srs},
     error::{Error, Result, Status},
@@ -69,49 +69,23 @@ pub fn discover() -> Discovery {
     }
 }
 
-/// Test hook: makes the next partitions on a device fail as a GPU error would.
-pub struct FaultInjector {
-    pending: Vec<AtomicU64>,
-}
-
-impl FaultInjector {
-    fn new(devices: usize) -> Self {
-        FaultInjector {
-            pending: (0..devices).map(|_| AtomicU64::new(0)).collect(),
-        }
-    }
-    /// The next `n` partitions given to `device` fail (`u64::MAX`: all of them).
-    pub fn fail_next(&self, device: usize, n: u64) {
-        if let Some(p) = self.pending.get(device) {
-            p.store(n, Ordering::SeqCst);
-        }
-    }
-    fn take(&self, device: usize) -> bool {
-        self.pending.get(device).is_some_and(|p| {
-            p.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1)).is_ok()
-        })
-    }
-}
-
 struct Loaded {
     srs: supraseal_c2::SRS,
     _reservation: Reservation,
 }
 
-/// supraseal-c2 on the process's GPUs. supraseal serializes its calls process-wide and puts
-/// circuit `i` of a call on GPU `i`, so one backend drives every GPU: each call proves up to
-/// one partition per usable GPU, all at once.
+/// supraseal-c2 on the process's GPUs. supraseal serializes its calls process-wide and spreads
+/// a call's circuits over GPUs 0.. in contiguous runs, so one backend drives every GPU: each
+/// call proves up to `per_gpu` partitions per usable GPU, all at once.
 pub struct SuprasealProver {
     name: &'static str,
     /// Partitions per GPU in one call: supraseal's host-side work (splitting the scalars, the
     /// G2 tail) runs in parallel over a call's partitions and overlaps its GPU work, so a few
     /// per call use the GPU better than one (BENCHMARKS.md, section 4).
     per_gpu: usize,
-    devices: Vec<cuda::CudaDevice>,
     names: Vec<String>,
     enabled: Vec<AtomicBool>,
     srs: Mutex<HashMap<PathBuf, Arc<Loaded>>>,
-    faults: Arc<FaultInjector>,
 }
 
 impl SuprasealProver {
@@ -124,21 +98,12 @@ impl SuprasealProver {
             name,
             per_gpu: per_gpu.max(1),
             enabled: devices.iter().map(|_| AtomicBool::new(true)).collect(),
-            faults: Arc::new(FaultInjector::new(devices.len())),
-            devices,
             names,
             srs: Mutex::new(HashMap::new()),
         }
     }
 
-    pub fn gpus(&self) -> &[cuda::CudaDevice] {
-        &self.devices
-    }
 
-    /// Handle for fault-injection tests.
-    pub fn faults(&self) -> Arc<FaultInjector> {
-        self.faults.clone()
-    }
     /// supraseal uses GPUs 0..g for a call: only the leading run of enabled GPUs is usable.
     fn usable_gpus(&self) -> usize {
         self.enabled.iter().take_while(|e| e.load(Ordering::SeqCst)).count()
@@ -221,12 +186,7 @@ impl ProverBackend for SuprasealProver {
         s: Fr,
         times: &mut StageTimes,
     ) -> Result<Proof<Bls12>> {
-        let mut one = [asg.take()];
-        let mut t = [StageTimes::default()];
-        let res = self.prove_batch(&mut one, srs, &[r], &[s], &mut t);
-        *asg = one[0].take();
-        *times = t[0];
-        res.into_iter().next().map(|(_, r)| r).unwrap_or_else(|| Err(Error::internal("no result")))
+        prove_one_as_batch(self, asg, srs, r, s, times)
     }
 
     fn prove_batch(
@@ -265,12 +225,9 @@ impl ProverBackend for SuprasealProver {
                 )),
                 (Some(a), _) => check_size(a, &srs.size).err(),
             };
-            let dev = gpu_of(i, n, gpus).min(self.devices.len().saturating_sub(1));
+            let dev = gpu_of(i, n, gpus).min(self.names.len().saturating_sub(1));
             match err {
                 Some(e) => results[i] = Some((dev, Err(e))),
-                None if self.faults.take(dev) => {
-                    results[i] = Some((dev, Err(Error::proving(format!("{}: injected GPU fault", self.names[dev])))))
-                }
                 None => run.push(i),
             }
         }

@@ -95,6 +95,25 @@ pub trait ProverBackend: Send + Sync {
     ) -> Result<Proof<Bls12>>;
 }
 
+/// `ProverBackend::prove` for a backend whose native call is `prove_batch`: a batch of one,
+/// the assignment handed back in place (for the engine's retry) unless the backend took it.
+pub fn prove_one_as_batch<B: ProverBackend + ?Sized>(
+    backend: &B,
+    asg: &mut Option<ProvingAssignment>,
+    srs: &Srs,
+    r: Fr,
+    s: Fr,
+    times: &mut StageTimes,
+) -> Result<Proof<Bls12>> {
+    let mut one = [asg.take()];
+    let mut t = [StageTimes::default()];
+    let res = backend.prove_batch(&mut one, srs, &[r], &[s], &mut t).pop();
+    *asg = one[0].take();
+    *times = t[0];
+    res.map(|(_, r)| r)
+        .unwrap_or_else(|| Err(crate::error::Error::internal("the backend returned no result")))
+}
+
 /// The device (of `g`) that item `i` of a batch of `n` runs on, the way supraseal-c2 spreads a
 /// call's circuits: contiguous runs, the first `n % g` devices taking one more.
 pub fn batch_device(i: usize, n: usize, g: usize) -> usize {

@@ -1,5 +1,9 @@
 //! Streams C2 jobs through filecoin-proofs' own `seal_commit_phase2` (the incumbent), `jobs`
 //! at a time, verifies each proof with `verify_seal`, and prints a JSON summary on stdout.
+//!
+//! It does not depend on cuzk: cuzk does not build against filecoin-proofs' `cuda-supraseal`
+//! API (its parameter types change), so the two small helpers it needs (`prover_id_from_miner`,
+//! `peak_rss`) are kept here rather than shared.
 
 use std::{
     sync::{
