@@ -31,7 +31,7 @@ case ${1:-} in
   info)
     stamp info
     nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version,clocks.sm --format=csv
-    nproc; free -g | head -2 ;;
+    nproc; lscpu | grep -E '^(Model name|Thread|Core|Socket)'; free -g | head -2 ;;
   selftest)
     stamp selftest
     $BIN selftest --constraints "${2:-65536}" ;;
