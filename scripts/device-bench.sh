@@ -4,6 +4,7 @@
 # scripts/build-baseline.sh as .dev/fp-supraseal and .dev/fp-ecgpu. Logs, JSON summaries,
 # timelines and waterfalls go to $OUT.
 #   scripts/device-bench.sh info | selftest | setup FIXTURE | bench NAME FIXTURE COUNT [ARGS...]
+#                           | calls NAME FIXTURE DEVICES WIDTHS
 # FIXTURE: 2k (real 2KiB), p10 (10 partitions x 1 challenge), scaled (p10 with 11 layers:
 # the 32GiB-shaped scaled circuit). ARGS go to `cuzk bench batch` (e.g. -j 16 --gpu-batch 4
 # --baseline-bin fp-supraseal=.dev/fp-supraseal --baseline-jobs 1 --baseline-count 10).
@@ -51,6 +52,15 @@ case ${1:-} in
     rc=$?
     kill $dmon 2>/dev/null
     grep -E "^(cuzk|fp-|device [0-9]+:|device [0-9]+ |GPU call|idle gaps|synthesis conc)" "$OUT/$name.out"
+    exit $rc ;;
+  calls)
+    # One prover call with nothing else running: calls NAME FIXTURE DEVICES WIDTHS
+    name=$2 fx=$3
+    stamp "calls $name"
+    $BIN bench calls --c1 "$(c1 "$fx")" --sector-id 1 --miner-id 1000 $(shape "$fx") --devices "$4" \
+      --widths "$5" --reps 3 --json "$OUT/$name.json" > "$OUT/$name.out" 2> "$OUT/$name.log"
+    rc=$?
+    cat "$OUT/$name.out"; [[ $rc = 0 ]] || tail -3 "$OUT/$name.log"
     exit $rc ;;
   *) echo "usage: see the header" >&2; exit 2 ;;
 esac

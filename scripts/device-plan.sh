@@ -2,11 +2,10 @@
 # The benchmark runs recorded in BENCHMARKS.md, as run on the lent GPU machines (one call of the
 # device tool each). Results are packed into $OUT/results.tgz (the tool returns few files).
 #   scripts/device-plan.sh h200     # issue 5: 1 GPU, real 2KiB and 10-partition streams
-#   scripts/device-plan.sh x2       # issue 6: 2 GPUs, 1 vs 2 devices; 1 GPU on 16 cores
-#   scripts/device-plan.sh x2-remove  # issue 6: a device removed mid-run
-#   scripts/device-plan.sh scaled   # the 32GiB-shaped scaled fixture (on nvidia-h200-x2 it also
-#                                   # runs 2 GPUs; parameter generation ~5 min, so give it a call
-#                                   # of its own)
+#   scripts/device-plan.sh x2       # issue 6: 10-partition shape on 1 and 2 GPUs, a device
+#                                   # removed mid-run, GPU call cost against width
+#   scripts/device-plan.sh scaled   # the 32GiB-shaped scaled fixture on nvidia-h200-x2: 1 and 2
+#                                   # GPUs, call cost, 1 GPU with 16 cores (parameters: 147 s)
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
@@ -30,33 +29,25 @@ case ${1:-} in
     $D bench p10-b10 p10 10 -j 4 --gpu-batch 10
     ;;
   x2)
+    # One GPU is CUDA_VISIBLE_DEVICES=0 (cuzk and the incumbent alike): supraseal-c2 spreads a
+    # call over every GPU the process sees.
     $D info
     $D setup p10
-    $D bench x2-p10-1gpu p10 20 -j 8 --devices 1 $SUPRA --baseline-jobs 1 --baseline-count 4
-    $D bench x2-p10-2gpu p10 20 -j 8 --devices 2
-    # The single-H200 host's 16 cores, emulated with an affinity mask (cuzk and the incumbent).
-    taskset -c 0-15 scripts/device-bench.sh bench x2-p10-16c p10 10 -j 4 --devices 1 $SUPRA \
-      --baseline-jobs 1 --baseline-count 4; pack
-    taskset -c 0-15 scripts/device-bench.sh bench x2-p10-16c-w12 p10 10 -j 4 --devices 1 \
-      --synthesis-workers 12; pack
-    # The scaled fixture's parameters, in the background for the next call (`scaled`).
-    setsid nohup scripts/device-bench.sh setup scaled > /tmp/scaled-setup.out 2>&1 < /dev/null &
+    CUDA_VISIBLE_DEVICES=0 $D bench x2-p10-1gpu p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
+    $D bench x2-p10-2gpu p10 20 -j 8 --devices 2 $SUPRA --baseline-jobs 1 --baseline-count 4
+    $D bench x2-p10-remove p10 20 -j 8 --devices 2 --disable-device 1@6
+    CUDA_VISIBLE_DEVICES=0 $D calls calls-p10-1gpu p10 1 1,2,4,8
+    $D calls calls-p10-2gpu p10 2 2,4,8,16
     ;;
-  x2-remove)
-    # Writes straight to the returned folder (a short lease may end mid-run).
-    export OUT=$FINAL
-    pack() { :; }
-    $D setup p10
-    $D bench x2-p10-remove p10 12 -j 6 --devices 2 --disable-device 1@4
-    exit ;;
   scaled)
-    while pgrep -f 'setup --sector-size 2KiB --partitions 10 --layers 11' > /dev/null; do sleep 2; done
-    cat /tmp/scaled-setup.out 2>/dev/null
     $D setup scaled
-    taskset -c 0-15 scripts/device-bench.sh bench scaled-16c scaled 6 -j 3 --devices 1 $SUPRA \
-      --baseline-jobs 1 --baseline-count 2; pack
-    $D bench scaled-1gpu scaled 6 -j 3 --devices 1
-    [[ $(nvidia-smi -L | wc -l) -ge 2 ]] && $D bench scaled-2gpu scaled 6 -j 3 --devices 2
+    CUDA_VISIBLE_DEVICES=0 $D bench scaled-1gpu scaled 16 -j 6 $SUPRA --baseline-jobs 1 --baseline-count 2
+    $D bench scaled-2gpu scaled 16 -j 6 --devices 2 $SUPRA --baseline-jobs 1 --baseline-count 2
+    CUDA_VISIBLE_DEVICES=0 $D calls calls-scaled-1gpu scaled 1 1,2,4
+    $D calls calls-scaled-2gpu scaled 2 2,4,8
+    # The single-H200 host's 16 cores, emulated with an affinity mask.
+    CUDA_VISIBLE_DEVICES=0 taskset -c 0-15 scripts/device-bench.sh bench scaled-1gpu-16c scaled 12 -j 4 \
+      $SUPRA --baseline-jobs 1 --baseline-count 2; pack
     ;;
   *) echo "usage: $0 h200|x2|scaled" >&2; exit 2 ;;
 esac

@@ -16,7 +16,9 @@ use crate::timeline::{Event, EventKind, NO_PARTITION};
 pub fn parse_log(text: &str) -> Result<Vec<Event>, String> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        let Some(pos) = line.find("TIMELINE,") else { continue };
+        let Some(pos) = line.find("TIMELINE,") else {
+            continue;
+        };
         let line = &line[pos..];
         let parts: Vec<&str> = line.splitn(5, ',').collect();
         let bad = |why: &str| format!("line {}: {why}: {line}", n + 1);
@@ -36,10 +38,20 @@ pub fn parse_log(text: &str) -> Result<Vec<Event>, String> {
             detail: String::new(),
         };
         let mut rest = Vec::new();
-        for kv in parts.get(4).copied().unwrap_or("").split(';').filter(|s| !s.is_empty()) {
+        for kv in parts
+            .get(4)
+            .copied()
+            .unwrap_or("")
+            .split(';')
+            .filter(|s| !s.is_empty())
+        {
             match kv.split_once('=') {
-                Some(("partition", v)) => ev.partition = v.parse().map_err(|_| bad("bad partition"))?,
-                Some(("worker" | "device", v)) => ev.worker = v.parse().map_err(|_| bad("bad worker"))?,
+                Some(("partition", v)) => {
+                    ev.partition = v.parse().map_err(|_| bad("bad partition"))?
+                }
+                Some(("worker" | "device", v)) => {
+                    ev.worker = v.parse().map_err(|_| bad("bad worker"))?
+                }
                 Some(("reserved_bytes" | "synth_ms" | "gpu_ms" | "partitions" | "ms", v)) => {
                     ev.value = v.parse().map_err(|_| bad("bad value"))?
                 }
@@ -150,7 +162,11 @@ pub struct Analysis {
 
 impl Analysis {
     pub fn gap_ms(&self, class: GapClass) -> f64 {
-        self.gaps.iter().filter(|g| g.class == class).map(Gap::ms).sum()
+        self.gaps
+            .iter()
+            .filter(|g| g.class == class)
+            .map(Gap::ms)
+            .sum()
     }
 }
 
@@ -214,7 +230,11 @@ pub fn analyze(events: &[Event]) -> Analysis {
         *seen |= bit;
     }
     let incomplete = spans.values().filter(|(_, b)| *b != 63).count();
-    let complete: Vec<PartitionSpan> = spans.into_values().filter(|(_, b)| *b == 63).map(|(s, _)| s).collect();
+    let complete: Vec<PartitionSpan> = spans
+        .into_values()
+        .filter(|(_, b)| *b == 63)
+        .map(|(s, _)| s)
+        .collect();
 
     // Devices, busy time and gaps.
     let mut by_dev: BTreeMap<u32, Vec<&PartitionSpan>> = BTreeMap::new();
@@ -246,7 +266,13 @@ pub fn analyze(events: &[Event]) -> Analysis {
             busy_pct_steady: 100.0 * busy as f64 / (last - first).max(1) as f64,
         });
         if first > run_start_us {
-            gaps.push(Gap { device: dev, start_us: run_start_us, end_us: first, class: GapClass::StartUp, next_job: Some(list[0].job) });
+            gaps.push(Gap {
+                device: dev,
+                start_us: run_start_us,
+                end_us: first,
+                class: GapClass::StartUp,
+                next_job: Some(list[0].job),
+            });
         }
         // Jobs this device's prover pool had begun (any device) before a gap.
         let mut started: BTreeSet<u64> = BTreeSet::new();
@@ -254,13 +280,19 @@ pub fn analyze(events: &[Event]) -> Analysis {
         started.insert(list[0].job);
         for s in list.iter().skip(1) {
             if s.gpu_start_us > busy_until {
-                let job_started = complete.iter().any(|o| o.job == s.job && o.gpu_end_us <= busy_until)
+                let job_started = complete
+                    .iter()
+                    .any(|o| o.job == s.job && o.gpu_end_us <= busy_until)
                     || started.contains(&s.job);
                 gaps.push(Gap {
                     device: dev,
                     start_us: busy_until,
                     end_us: s.gpu_start_us,
-                    class: if job_started { GapClass::WithinProof } else { GapClass::CrossProof },
+                    class: if job_started {
+                        GapClass::WithinProof
+                    } else {
+                        GapClass::CrossProof
+                    },
                     next_job: Some(s.job),
                 });
             }
@@ -268,7 +300,13 @@ pub fn analyze(events: &[Event]) -> Analysis {
             busy_until = busy_until.max(s.gpu_end_us);
         }
         if run_end_us > busy_until {
-            gaps.push(Gap { device: dev, start_us: busy_until, end_us: run_end_us, class: GapClass::Drain, next_job: None });
+            gaps.push(Gap {
+                device: dev,
+                start_us: busy_until,
+                end_us: run_end_us,
+                class: GapClass::Drain,
+                next_job: None,
+            });
         }
     }
 
@@ -312,11 +350,20 @@ pub fn analyze(events: &[Event]) -> Analysis {
 pub fn event_table(events: &[Event]) -> String {
     let mut evs: Vec<&Event> = events.iter().collect();
     evs.sort_by_key(|e| e.t_us);
-    let mut s = format!("{:>6}  {:<13}  {:>10}  {}\n", "Job", "Event", "Time(s)", "Detail");
+    let mut s = format!(
+        "{:>6}  {:<13}  {:>10}  {}\n",
+        "Job", "Event", "Time(s)", "Detail"
+    );
     for e in evs {
         let line = crate::timeline::log_line(e);
         let detail = line.splitn(5, ',').nth(4).unwrap_or("");
-        s.push_str(&format!("{:>6}  {:<13}  {:>10.3}  {}\n", e.job, e.kind.name(), e.t_us as f64 / 1e6, detail));
+        s.push_str(&format!(
+            "{:>6}  {:<13}  {:>10.3}  {}\n",
+            e.job,
+            e.kind.name(),
+            e.t_us as f64 / 1e6,
+            detail
+        ));
     }
     s
 }
@@ -336,18 +383,31 @@ pub fn report(a: &Analysis) -> String {
         a.partitions.len(),
         a.incomplete
     ));
-    s.push_str(&format!("{:>6} {:>5} {:>6} {:>10} {:>9} {:>6} {:>9}\n", "job", "part", "synthW", "synth_ms", "wait_ms", "device", "gpu_ms"));
+    s.push_str(&format!(
+        "{:>6} {:>5} {:>6} {:>10} {:>9} {:>6} {:>9}\n",
+        "job", "part", "synthW", "synth_ms", "wait_ms", "device", "gpu_ms"
+    ));
     for p in &a.partitions {
         s.push_str(&format!(
             "{:>6} {:>5} {:>6} {:>10.0} {:>9.0} {:>6} {:>9.0}\n",
-            p.job, p.partition, p.synth_worker, p.synth_ms(), p.wait_ms(), p.device, p.gpu_ms()
+            p.job,
+            p.partition,
+            p.synth_worker,
+            p.synth_ms(),
+            p.wait_ms(),
+            p.device,
+            p.gpu_ms()
         ));
     }
     s.push('\n');
     for d in &a.devices {
         s.push_str(&format!(
             "device {}: {} partitions, busy {:.1} s = {:.1}% of the run, {:.1}% in steady state\n",
-            d.device, d.partitions, d.busy_ms / 1e3, d.busy_pct_run, d.busy_pct_steady
+            d.device,
+            d.partitions,
+            d.busy_ms / 1e3,
+            d.busy_pct_run,
+            d.busy_pct_steady
         ));
     }
     s.push_str(&format!(
@@ -359,10 +419,17 @@ pub fn report(a: &Analysis) -> String {
         a.gaps.len()
     ));
     // The longest gaps of at least a millisecond (shorter ones are scheduling noise).
-    let mut long: Vec<&Gap> = a.gaps.iter().filter(|g| g.end_us - g.start_us >= NOISE_US).collect();
+    let mut long: Vec<&Gap> = a
+        .gaps
+        .iter()
+        .filter(|g| g.end_us - g.start_us >= NOISE_US)
+        .collect();
     long.sort_by_key(|g| std::cmp::Reverse(g.end_us - g.start_us));
     if long.len() > LIST_GAPS {
-        s.push_str(&format!("  the {LIST_GAPS} longest of {} gaps >= 1 ms:\n", long.len()));
+        s.push_str(&format!(
+            "  the {LIST_GAPS} longest of {} gaps >= 1 ms:\n",
+            long.len()
+        ));
     }
     for g in long.iter().take(LIST_GAPS) {
         s.push_str(&format!(
@@ -372,7 +439,9 @@ pub fn report(a: &Analysis) -> String {
             g.end_us as f64 / 1e6,
             g.ms(),
             g.class,
-            g.next_job.map(|j| format!(" (next: job {j})")).unwrap_or_default()
+            g.next_job
+                .map(|j| format!(" (next: job {j})"))
+                .unwrap_or_default()
         ));
     }
     s.push_str(&format!(
@@ -383,7 +452,8 @@ pub fn report(a: &Analysis) -> String {
 }
 
 const PALETTE: [&str; 10] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#af7aa1", "#ff9da7", "#9c755f", "#bab0ac",
+    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#af7aa1", "#ff9da7",
+    "#9c755f", "#bab0ac",
 ];
 
 fn gap_colour(c: GapClass) -> &'static str {
@@ -412,7 +482,8 @@ pub fn waterfall_svg(a: &Analysis, title: &str) -> String {
     let synth_lanes: BTreeSet<u32> = a.partitions.iter().map(|p| p.synth_worker).collect();
     let dev_lanes: BTreeSet<u32> = a.partitions.iter().map(|p| p.device).collect();
     let lane_of_synth = |w: u32| synth_lanes.iter().position(|v| *v == w).unwrap_or(0) as f64;
-    let lane_of_dev = |d: u32| (synth_lanes.len() + dev_lanes.iter().position(|v| *v == d).unwrap_or(0)) as f64;
+    let lane_of_dev =
+        |d: u32| (synth_lanes.len() + dev_lanes.iter().position(|v| *v == d).unwrap_or(0)) as f64;
     let lanes = (synth_lanes.len() + dev_lanes.len()) as f64;
     let conc_top = top + lanes * lane_h + 30.0;
     let conc_h = 60.0;
@@ -421,46 +492,104 @@ pub fn waterfall_svg(a: &Analysis, title: &str) -> String {
     let colour = |job: u64| PALETTE[job_index.get(&job).copied().unwrap_or(0) % PALETTE.len()];
 
     let mut doc = Document::new()
-        .set("viewBox", (0, 0, (left + width + 20.0) as i64, height as i64))
+        .set(
+            "viewBox",
+            (0, 0, (left + width + 20.0) as i64, height as i64),
+        )
         .set("width", (left + width + 20.0) as i64)
         .set("height", height as i64)
         .set("font-family", "sans-serif")
         .set("font-size", 11);
-    doc = doc.add(Rectangle::new().set("width", "100%").set("height", "100%").set("fill", "white"));
-    doc = doc.add(Text::new(title.to_string()).set("x", left).set("y", 20).set("font-size", 14).set("font-weight", "bold"));
-    let busy: Vec<String> = a.devices.iter().map(|d| format!("device {} busy {:.0}% (steady {:.0}%)", d.device, d.busy_pct_run, d.busy_pct_steady)).collect();
+    doc = doc.add(
+        Rectangle::new()
+            .set("width", "100%")
+            .set("height", "100%")
+            .set("fill", "white"),
+    );
+    doc = doc.add(
+        Text::new(title.to_string())
+            .set("x", left)
+            .set("y", 20)
+            .set("font-size", 14)
+            .set("font-weight", "bold"),
+    );
+    let busy: Vec<String> = a
+        .devices
+        .iter()
+        .map(|d| {
+            format!(
+                "device {} busy {:.0}% (steady {:.0}%)",
+                d.device, d.busy_pct_run, d.busy_pct_steady
+            )
+        })
+        .collect();
     doc = doc.add(Text::new(busy.join(", ")).set("x", left).set("y", 36));
 
     // Lane labels and separators.
     for (i, w) in synth_lanes.iter().enumerate() {
         let y = top + i as f64 * lane_h;
-        doc = doc.add(Text::new(format!("synth {w}")).set("x", 8).set("y", y + lane_h * 0.65));
+        doc = doc.add(
+            Text::new(format!("synth {w}"))
+                .set("x", 8)
+                .set("y", y + lane_h * 0.65),
+        );
     }
     for (i, d) in dev_lanes.iter().enumerate() {
         let y = top + (synth_lanes.len() + i) as f64 * lane_h;
-        doc = doc.add(Text::new(format!("prover {d}")).set("x", 8).set("y", y + lane_h * 0.65).set("font-weight", "bold"));
+        doc = doc.add(
+            Text::new(format!("prover {d}"))
+                .set("x", 8)
+                .set("y", y + lane_h * 0.65)
+                .set("font-weight", "bold"),
+        );
     }
     for i in 0..=lanes as usize {
         let y = top + i as f64 * lane_h;
-        doc = doc.add(Line::new().set("x1", left).set("x2", left + width).set("y1", y).set("y2", y).set("stroke", "#e0e0e0"));
+        doc = doc.add(
+            Line::new()
+                .set("x1", left)
+                .set("x2", left + width)
+                .set("y1", y)
+                .set("y2", y)
+                .set("stroke", "#e0e0e0"),
+        );
     }
     // Time axis.
     let secs = span / 1e6;
-    let step = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0]
-        .into_iter()
-        .find(|s| secs / s <= 12.0)
-        .unwrap_or(1200.0);
+    let step = [
+        0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+    ]
+    .into_iter()
+    .find(|s| secs / s <= 12.0)
+    .unwrap_or(1200.0);
     let mut t = 0.0;
     while t <= secs + 1e-9 {
         let xx = left + width * t / secs.max(1e-9);
-        doc = doc.add(Line::new().set("x1", xx).set("x2", xx).set("y1", top).set("y2", conc_top + conc_h).set("stroke", "#f0f0f0"));
-        doc = doc.add(Text::new(format!("{t:.1}s")).set("x", xx).set("y", conc_top + conc_h + 14.0).set("text-anchor", "middle"));
+        doc = doc.add(
+            Line::new()
+                .set("x1", xx)
+                .set("x2", xx)
+                .set("y1", top)
+                .set("y2", conc_top + conc_h)
+                .set("stroke", "#f0f0f0"),
+        );
+        doc = doc.add(
+            Text::new(format!("{t:.1}s"))
+                .set("x", xx)
+                .set("y", conc_top + conc_h + 14.0)
+                .set("text-anchor", "middle"),
+        );
         t += step;
     }
     // Bars.
     for p in &a.partitions {
         for (lane, s, e, kind) in [
-            (lane_of_synth(p.synth_worker), p.synth_start_us, p.synth_end_us, "synthesis"),
+            (
+                lane_of_synth(p.synth_worker),
+                p.synth_start_us,
+                p.synth_end_us,
+                "synthesis",
+            ),
             (lane_of_dev(p.device), p.gpu_start_us, p.gpu_end_us, "prove"),
         ] {
             let y = top + lane * lane_h + 3.0;
@@ -515,12 +644,24 @@ pub fn waterfall_svg(a: &Analysis, title: &str) -> String {
         d.push_str(&format!(" L {} {level_y} L {} {y}", x(*t), x(*t)));
         level_y = y;
     }
-    d.push_str(&format!(" L {} {level_y} L {} {base} Z", x(a.run_end_us), x(a.run_end_us)));
-    doc = doc.add(Path::new().set("d", d).set("fill", "#c7d7ea").set("stroke", "#4e79a7"));
+    d.push_str(&format!(
+        " L {} {level_y} L {} {base} Z",
+        x(a.run_end_us),
+        x(a.run_end_us)
+    ));
     doc = doc.add(
-        Text::new(format!("synthesis concurrency (max {}, mean {:.2})", a.max_synth_concurrency, a.mean_synth_concurrency))
-            .set("x", left)
-            .set("y", conc_top - 4.0),
+        Path::new()
+            .set("d", d)
+            .set("fill", "#c7d7ea")
+            .set("stroke", "#4e79a7"),
+    );
+    doc = doc.add(
+        Text::new(format!(
+            "synthesis concurrency (max {}, mean {:.2})",
+            a.max_synth_concurrency, a.mean_synth_concurrency
+        ))
+        .set("x", left)
+        .set("y", conc_top - 4.0),
     );
     // Legend.
     let ly = conc_top + conc_h + 34.0;
@@ -531,13 +672,31 @@ pub fn waterfall_svg(a: &Analysis, title: &str) -> String {
         ("cross-proof gap", GapClass::CrossProof),
         ("drain", GapClass::Drain),
     ] {
-        doc = doc.add(Rectangle::new().set("x", lx).set("y", ly - 9.0).set("width", 14).set("height", 9).set("fill", gap_colour(c)));
+        doc = doc.add(
+            Rectangle::new()
+                .set("x", lx)
+                .set("y", ly - 9.0)
+                .set("width", 14)
+                .set("height", 9)
+                .set("fill", gap_colour(c)),
+        );
         doc = doc.add(Text::new(name).set("x", lx + 18.0).set("y", ly));
         lx += 130.0;
     }
     for j in a.jobs.iter().take(10) {
-        doc = doc.add(Rectangle::new().set("x", lx).set("y", ly - 9.0).set("width", 14).set("height", 9).set("fill", colour(*j)));
-        doc = doc.add(Text::new(format!("job {j}")).set("x", lx + 18.0).set("y", ly));
+        doc = doc.add(
+            Rectangle::new()
+                .set("x", lx)
+                .set("y", ly - 9.0)
+                .set("width", 14)
+                .set("height", 9)
+                .set("fill", colour(*j)),
+        );
+        doc = doc.add(
+            Text::new(format!("job {j}"))
+                .set("x", lx + 18.0)
+                .set("y", ly),
+        );
         lx += 60.0;
     }
     doc.to_string()
@@ -563,7 +722,9 @@ pub fn check_svg(s: &str) -> Result<(), String> {
         }
     }
     if depth != 0 || tags == 0 {
-        return Err(format!("unbalanced or empty SVG (depth {depth}, {tags} tags)"));
+        return Err(format!(
+            "unbalanced or empty SVG (depth {depth}, {tags} tags)"
+        ));
     }
     Ok(())
 }
@@ -573,11 +734,29 @@ mod tests {
     use super::*;
 
     fn ev(kind: EventKind, ms: u64, job: u64, partition: u32, worker: u32) -> Event {
-        Event { kind, t_us: ms * 1000, job, partition, worker, value: 0, detail: String::new() }
+        Event {
+            kind,
+            t_us: ms * 1000,
+            job,
+            partition,
+            worker,
+            value: 0,
+            detail: String::new(),
+        }
     }
 
     /// job, partition, synth worker, synth start/end, device, gpu start/end (ms).
-    fn partition(out: &mut Vec<Event>, job: u64, p: u32, sw: u32, ss: u64, se: u64, dev: u32, gs: u64, ge: u64) {
+    fn partition(
+        out: &mut Vec<Event>,
+        job: u64,
+        p: u32,
+        sw: u32,
+        ss: u64,
+        se: u64,
+        dev: u32,
+        gs: u64,
+        ge: u64,
+    ) {
         use EventKind::*;
         out.push(ev(SynthStart, ss, job, p, sw));
         out.push(ev(SynthEnd, se, job, p, sw));
@@ -614,7 +793,11 @@ mod tests {
         assert!((d.busy_ms - 200.0).abs() < 1e-9);
         assert!((d.busy_pct_run - 100.0 * 200.0 / 510.0).abs() < 1e-9);
         assert!((d.busy_pct_steady - 50.0).abs() < 1e-9);
-        let gaps: Vec<(u64, u64, GapClass)> = a.gaps.iter().map(|g| (g.start_us / 1000, g.end_us / 1000, g.class)).collect();
+        let gaps: Vec<(u64, u64, GapClass)> = a
+            .gaps
+            .iter()
+            .map(|g| (g.start_us / 1000, g.end_us / 1000, g.class))
+            .collect();
         assert_eq!(
             gaps,
             vec![
@@ -627,10 +810,18 @@ mod tests {
         assert_eq!(a.gaps[2].next_job, Some(2));
         assert!((a.gap_ms(GapClass::WithinProof) - 50.0).abs() < 1e-9);
         assert_eq!(a.max_synth_concurrency, 2);
-        assert!((a.mean_synth_concurrency - 710.0 / 510.0).abs() < 1e-9, "{}", a.mean_synth_concurrency);
+        assert!(
+            (a.mean_synth_concurrency - 710.0 / 510.0).abs() < 1e-9,
+            "{}",
+            a.mean_synth_concurrency
+        );
         let p = &a.partitions[3];
         assert_eq!((p.job, p.partition), (2, 1));
-        assert!((p.synth_ms() - 210.0).abs() < 1e-9 && (p.wait_ms() - 30.0).abs() < 1e-9 && (p.gpu_ms() - 50.0).abs() < 1e-9);
+        assert!(
+            (p.synth_ms() - 210.0).abs() < 1e-9
+                && (p.wait_ms() - 30.0).abs() < 1e-9
+                && (p.gpu_ms() - 50.0).abs() < 1e-9
+        );
     }
 
     #[test]
@@ -642,7 +833,11 @@ mod tests {
         partition(&mut e, 1, 2, 0, 0, 100, 0, 350, 400);
         let a = analyze(&e);
         assert_eq!(a.devices.len(), 1);
-        assert!((a.devices[0].busy_ms - 250.0).abs() < 1e-9, "{}", a.devices[0].busy_ms);
+        assert!(
+            (a.devices[0].busy_ms - 250.0).abs() < 1e-9,
+            "{}",
+            a.devices[0].busy_ms
+        );
     }
 
     #[test]
@@ -659,13 +854,24 @@ mod tests {
         e.push(end);
         let a = analyze(&e);
         assert_eq!(a.incomplete, 1);
-        assert_eq!(a.devices.iter().map(|d| d.partitions).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(
+            a.devices.iter().map(|d| d.partitions).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
         assert!((a.devices[0].busy_pct_steady - 100.0).abs() < 1e-9);
         assert!((a.devices[1].busy_pct_steady - 75.0).abs() < 1e-9);
-        let g: Vec<_> = a.gaps.iter().map(|g| (g.device, g.start_us / 1000, g.end_us / 1000, g.class)).collect();
+        let g: Vec<_> = a
+            .gaps
+            .iter()
+            .map(|g| (g.device, g.start_us / 1000, g.end_us / 1000, g.class))
+            .collect();
         assert_eq!(
             g,
-            vec![(0, 0, 100, GapClass::StartUp), (1, 0, 100, GapClass::StartUp), (1, 200, 250, GapClass::WithinProof)]
+            vec![
+                (0, 0, 100, GapClass::StartUp),
+                (1, 0, 100, GapClass::StartUp),
+                (1, 200, 250, GapClass::WithinProof)
+            ]
         );
         assert_eq!(a.max_synth_concurrency, 2);
     }
@@ -673,7 +879,10 @@ mod tests {
     #[test]
     fn log_lines_round_trip() {
         let events = two_jobs_one_device();
-        let text: String = events.iter().map(|e| crate::timeline::log_line(e) + "\n").collect();
+        let text: String = events
+            .iter()
+            .map(|e| crate::timeline::log_line(e) + "\n")
+            .collect();
         let back = parse_log(&format!("noise\n{text}more noise\n")).unwrap();
         assert_eq!(back.len(), events.len());
         assert_eq!(analyze(&back), analyze(&events));

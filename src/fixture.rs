@@ -89,10 +89,11 @@ pub fn parse_sector_size(s: &str) -> Result<u64> {
     } else {
         (t, 1)
     };
-    num.trim()
-        .parse::<u64>()
-        .map(|n| n * mul)
-        .map_err(|_| Error::invalid_argument(format!("bad sector size {s:?} (use 2KiB, 8MiB, 512MiB, 32GiB, 64GiB)")))
+    num.trim().parse::<u64>().map(|n| n * mul).map_err(|_| {
+        Error::invalid_argument(format!(
+            "bad sector size {s:?} (use 2KiB, 8MiB, 512MiB, 32GiB, 64GiB)"
+        ))
+    })
 }
 
 /// The V1_1 proof type of a sector size.
@@ -114,7 +115,8 @@ pub fn apply_fixture_tables(proof: RegisteredSealProof, shape: FixtureShape) -> 
     let size = u64::from(proof.sector_size());
     let s = porep::shape_for(proof, shape)?;
     if shape.partitions != 0 {
-        let p = u8::try_from(s.partitions).map_err(|_| Error::invalid_argument("too many partitions"))?;
+        let p = u8::try_from(s.partitions)
+            .map_err(|_| Error::invalid_argument("too many partitions"))?;
         filecoin_proofs::POREP_PARTITIONS
             .write()
             .map_err(|_| Error::internal("POREP_PARTITIONS poisoned"))?
@@ -155,8 +157,14 @@ pub fn seal_c1(spec: &FixtureSpec, work_dir: &Path) -> Result<Vec<u8>> {
         .truncate(true)
         .open(&staged)
         .map_err(io)?;
-    let (piece, _) = seal::add_piece(spec.proof, Cursor::new(&data), &mut staged_file, unpadded, &[])
-        .map_err(anyhow_err("add_piece"))?;
+    let (piece, _) = seal::add_piece(
+        spec.proof,
+        Cursor::new(&data),
+        &mut staged_file,
+        unpadded,
+        &[],
+    )
+    .map_err(anyhow_err("add_piece"))?;
     staged_file.flush().map_err(io)?;
     staged_file.seek(SeekFrom::Start(0)).map_err(io)?;
     drop(staged_file);
@@ -164,18 +172,37 @@ pub fn seal_c1(spec: &FixtureSpec, work_dir: &Path) -> Result<Vec<u8>> {
     let pieces: Vec<PieceInfo> = vec![piece];
     let prover_id = spec.prover_id();
     let sector = SectorId::from(spec.sector_id);
-    let pc1 = seal::seal_pre_commit_phase1(spec.proof, &cache, &staged, &sealed, prover_id, sector, spec.ticket, &pieces)
-        .map_err(anyhow_err("seal_pre_commit_phase1"))?;
-    let pc2 = seal::seal_pre_commit_phase2(pc1, &cache, &sealed).map_err(anyhow_err("seal_pre_commit_phase2"))?;
-    let c1 = seal::seal_commit_phase1(&cache, &sealed, prover_id, sector, spec.ticket, spec.seed, pc2, &pieces)
-        .map_err(anyhow_err("seal_commit_phase1"))?;
+    let pc1 = seal::seal_pre_commit_phase1(
+        spec.proof,
+        &cache,
+        &staged,
+        &sealed,
+        prover_id,
+        sector,
+        spec.ticket,
+        &pieces,
+    )
+    .map_err(anyhow_err("seal_pre_commit_phase1"))?;
+    let pc2 = seal::seal_pre_commit_phase2(pc1, &cache, &sealed)
+        .map_err(anyhow_err("seal_pre_commit_phase2"))?;
+    let c1 = seal::seal_commit_phase1(
+        &cache,
+        &sealed,
+        prover_id,
+        sector,
+        spec.ticket,
+        spec.seed,
+        pc2,
+        &pieces,
+    )
+    .map_err(anyhow_err("seal_commit_phase1"))?;
     serde_json::to_vec(&c1).map_err(|e| Error::internal(format!("serializing C1: {e}")))
 }
 
 /// filecoin-proofs' own C2 (the baseline), including its internal verify_seal.
 pub fn baseline_c2(c1_json: &[u8], prover_id: [u8; 32], sector_id: u64) -> Result<Vec<u8>> {
-    let c1: SealCommitPhase1Output =
-        serde_json::from_slice(c1_json).map_err(|e| Error::invalid_input(format!("C1 JSON: {e}")))?;
+    let c1: SealCommitPhase1Output = serde_json::from_slice(c1_json)
+        .map_err(|e| Error::invalid_input(format!("C1 JSON: {e}")))?;
     seal::seal_commit_phase2(c1, prover_id, SectorId::from(sector_id))
         .map(|o| o.proof)
         .map_err(|e| Error::from_anyhow(Status::Proving, "filecoin-proofs seal_commit_phase2", e))
@@ -183,7 +210,12 @@ pub fn baseline_c2(c1_json: &[u8], prover_id: [u8; 32], sector_id: u64) -> Resul
 
 /// filecoin-proofs' `verify_seal` for a C1 output's sector and a proof. Reads the `.vk` from
 /// `FIL_PROOFS_PARAMETER_CACHE`.
-pub fn verify_with_filecoin_proofs(c1_json: &[u8], prover_id: [u8; 32], sector_id: u64, proof: &[u8]) -> Result<bool> {
+pub fn verify_with_filecoin_proofs(
+    c1_json: &[u8],
+    prover_id: [u8; 32],
+    sector_id: u64,
+    proof: &[u8],
+) -> Result<bool> {
     let parsed = porep::parse_c1(c1_json)?;
     let c1 = parsed.c1;
     // A proof that is not a whole number of well-formed Groth16 proofs is simply invalid;

@@ -5,6 +5,7 @@
 //! backend. The C ABI lives in [`ffi`]; everything else is safe Rust.
 
 pub mod analysis;
+pub mod calls;
 pub mod engine;
 pub mod error;
 pub mod ffi;

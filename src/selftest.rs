@@ -29,7 +29,10 @@ pub struct Synthetic {
 }
 
 impl Circuit<Fr> for Synthetic {
-    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> std::result::Result<(), SynthesisError> {
+    fn synthesize<CS: ConstraintSystem<Fr>>(
+        self,
+        cs: &mut CS,
+    ) -> std::result::Result<(), SynthesisError> {
         let missing = || SynthesisError::AssignmentMissing;
         let mut v = self.seed;
         let mut x = cs.alloc(|| "x0", || v.ok_or_else(missing))?;
@@ -37,9 +40,20 @@ impl Circuit<Fr> for Synthetic {
             let yv = v.map(|a| a.square());
             let y = cs.alloc(|| format!("y{i}"), || yv.ok_or_else(missing))?;
             cs.enforce(|| format!("sq{i}"), |lc| lc + x, |lc| lc + x, |lc| lc + y);
-            let bv = yv.map(|a| if a.to_repr().as_ref()[0] & 1 == 1 { Fr::ONE } else { Fr::ZERO });
+            let bv = yv.map(|a| {
+                if a.to_repr().as_ref()[0] & 1 == 1 {
+                    Fr::ONE
+                } else {
+                    Fr::ZERO
+                }
+            });
             let b = cs.alloc(|| format!("b{i}"), || bv.ok_or_else(missing))?;
-            cs.enforce(|| format!("bit{i}"), |lc| lc + b, |lc| lc + CS::one() - b, |lc| lc);
+            cs.enforce(
+                || format!("bit{i}"),
+                |lc| lc + b,
+                |lc| lc + CS::one() - b,
+                |lc| lc,
+            );
             x = y;
             v = yv;
         }
@@ -75,10 +89,14 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     let path = porep::params_path(dir, &id);
     let t = Instant::now();
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(rounds as u64);
-    let params = groth16::generate_random_parameters::<Bls12, _, _>(Synthetic { seed: None, rounds }, &mut rng)
-        .map_err(|e| Error::internal(format!("generating self-test parameters: {e}")))?;
+    let params = groth16::generate_random_parameters::<Bls12, _, _>(
+        Synthetic { seed: None, rounds },
+        &mut rng,
+    )
+    .map_err(|e| Error::internal(format!("generating self-test parameters: {e}")))?;
     let mut file = std::io::BufWriter::new(
-        std::fs::File::create(&path).map_err(|e| Error::params(format!("creating {}: {e}", path.display())))?,
+        std::fs::File::create(&path)
+            .map_err(|e| Error::params(format!("creating {}: {e}", path.display())))?,
     );
     params
         .write(&mut file)
@@ -101,8 +119,14 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     for b in &backends {
         b.prepare(&srs)?;
         let mut asg = Some(
-            ProvingAssignment::synthesize(Synthetic { seed: Some(seed), rounds }, Some(srs.size))
-                .map_err(|e| Error::internal(format!("synthesizing the self-test circuit: {e}")))?,
+            ProvingAssignment::synthesize(
+                Synthetic {
+                    seed: Some(seed),
+                    rounds,
+                },
+                Some(srs.size),
+            )
+            .map_err(|e| Error::internal(format!("synthesizing the self-test circuit: {e}")))?,
         );
         let r = Fr::random(&mut rng);
         let s = Fr::random(&mut rng);

@@ -129,7 +129,15 @@ impl Timeline {
         s.len() != before
     }
 
-    pub fn emit(&self, kind: EventKind, job: u64, partition: u32, worker: u32, value: u64, detail: &str) {
+    pub fn emit(
+        &self,
+        kind: EventKind,
+        job: u64,
+        partition: u32,
+        worker: u32,
+        value: u64,
+        detail: &str,
+    ) {
         if !self.any.load(Ordering::Acquire) {
             return;
         }
@@ -163,7 +171,9 @@ pub fn log_line(ev: &Event) -> String {
     };
     match ev.kind {
         EventKind::SynthStart | EventKind::SynthEnd => add(format!("worker={}", ev.worker)),
-        EventKind::GpuPickup | EventKind::GpuStart | EventKind::GpuEnd => add(format!("device={}", ev.worker)),
+        EventKind::GpuPickup | EventKind::GpuStart | EventKind::GpuEnd => {
+            add(format!("device={}", ev.worker))
+        }
         _ => {}
     }
     match ev.kind {
@@ -171,7 +181,9 @@ pub fn log_line(ev: &Event) -> String {
         EventKind::SynthEnd => add(format!("synth_ms={}", ev.value)),
         EventKind::GpuEnd => add(format!("gpu_ms={}", ev.value)),
         EventKind::JobQueued => add(format!("partitions={}", ev.value)),
-        EventKind::JobDone | EventKind::JobFailed | EventKind::JobCancelled => add(format!("ms={}", ev.value)),
+        EventKind::JobDone | EventKind::JobFailed | EventKind::JobCancelled => {
+            add(format!("ms={}", ev.value))
+        }
         _ => {}
     }
     if !ev.detail.is_empty() {

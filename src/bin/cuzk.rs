@@ -33,7 +33,11 @@ struct Identity {
     #[arg(long)]
     sector_id: u64,
     /// Miner actor id (the prover id is its LEB128 varint, zero-padded).
-    #[arg(long, conflicts_with = "prover_id", required_unless_present = "prover_id")]
+    #[arg(
+        long,
+        conflicts_with = "prover_id",
+        required_unless_present = "prover_id"
+    )]
     miner_id: Option<u64>,
     /// Prover id as 64 hex digits.
     #[arg(long)]
@@ -216,6 +220,25 @@ enum BenchCmd {
         #[arg(long)]
         timeline: Option<PathBuf>,
     },
+    /// One prover call with nothing else running: synthesizes a few partitions of the C1 once,
+    /// then proves them in calls of each width (REPS times each) on the selected devices,
+    /// verifying every proof; prints call and per-partition times and the host CPU time used.
+    Calls {
+        #[command(flatten)]
+        job: JobArgs,
+        /// Provers as in CUZK_DEVICES: auto, cpu, or a number of GPUs.
+        #[arg(long, default_value = "auto")]
+        devices: String,
+        /// Partitions per call, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+        widths: Vec<usize>,
+        /// Calls per width.
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Write the results as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// cuzk's C2 against filecoin-proofs' seal_commit_phase2 on the same C1, each in its own
     /// child process (so peak RSS is each one's own), alternating, in one run.
     C2 {
@@ -246,7 +269,10 @@ fn peak_rss() -> u64 {
 
 /// The machine-readable line `prove` and `baseline` end with.
 fn print_result_line(what: &str, wall_ms: f64, proof_len: usize) {
-    println!("RESULT {what} wall_ms={wall_ms:.1} peak_rss={} proof_bytes={proof_len}", peak_rss());
+    println!(
+        "RESULT {what} wall_ms={wall_ms:.1} peak_rss={} proof_bytes={proof_len}",
+        peak_rss()
+    );
 }
 
 fn main() -> ExitCode {
@@ -254,7 +280,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once; set it before any proofs call so
     // that its verify_seal and cuzk read the same directory.
-    let params_dir = cli.params_dir.clone().unwrap_or_else(engine::default_params_dir);
+    let params_dir = cli
+        .params_dir
+        .clone()
+        .unwrap_or_else(engine::default_params_dir);
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params_dir);
     match run(cli.cmd, params_dir) {
         Ok(code) => code,
@@ -269,7 +298,8 @@ fn main() -> ExitCode {
 }
 
 fn read(path: &PathBuf) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|e| Error::invalid_argument(format!("cannot read {}: {e}", path.display())))
+    std::fs::read(path)
+        .map_err(|e| Error::invalid_argument(format!("cannot read {}: {e}", path.display())))
 }
 
 fn print_report(out: &JobOutput) {
@@ -320,8 +350,9 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
                 priority: 0,
                 fixture: shape.shape(),
             })?;
-            std::fs::write(&output, &out.proof)
-                .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", output.display())))?;
+            std::fs::write(&output, &out.proof).map_err(|e| {
+                Error::invalid_argument(format!("cannot write {}: {e}", output.display()))
+            })?;
             print_report(&out);
             print_result_line("cuzk", out.wall_ms, out.proof.len());
             Ok(ExitCode::SUCCESS)
@@ -334,15 +365,75 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             let parsed = porep::parse_c1(&bytes)?;
             fixture::apply_fixture_tables(parsed.c1.registered_proof, shape.shape())?;
             let t = Instant::now();
-            let proof = fixture::baseline_c2(&serde_json::to_vec(&parsed.c1).expect("serializable"), id.prover_id()?, id.sector_id)?;
+            let proof = fixture::baseline_c2(
+                &serde_json::to_vec(&parsed.c1).expect("serializable"),
+                id.prover_id()?,
+                id.sector_id,
+            )?;
             let wall_ms = t.elapsed().as_secs_f64() * 1e3;
             if let Some(o) = output {
-                std::fs::write(&o, &proof).map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", o.display())))?;
+                std::fs::write(&o, &proof).map_err(|e| {
+                    Error::invalid_argument(format!("cannot write {}: {e}", o.display()))
+                })?;
             }
             print_result_line("filecoin-proofs", wall_ms, proof.len());
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench(BenchCmd::C2 { job, runs, json }) => bench_c2(&job, runs, json),
+        Cmd::Bench(BenchCmd::Calls {
+            job: JobArgs { c1, id, shape },
+            devices,
+            widths,
+            reps,
+            json,
+        }) => {
+            let bytes = read(&c1)?;
+            let parsed = porep::parse_c1(&bytes)?;
+            fixture::apply_fixture_tables(parsed.c1.registered_proof, shape.shape())?;
+            let rep = cuzk::calls::run(&cuzk::calls::CallsSpec {
+                c1: bytes,
+                prover_id: id.prover_id()?,
+                sector_id: id.sector_id,
+                shape: shape.shape(),
+                devices,
+                widths,
+                reps,
+                params_dir,
+            })?;
+            println!(
+                "{} ({}): {} constraints per partition, {} partitions synthesized in {:.0} ms",
+                rep.backend,
+                rep.devices.join(", "),
+                rep.constraints,
+                rep.synthesized,
+                rep.synth_ms
+            );
+            println!("width  devices  calls  call_ms(min)  call_ms(mean)  ms/partition  host_cpu_ms/partition");
+            for r in &rep.rows {
+                println!(
+                    "{:>5}  {:>7}  {:>5}  {:>12.0}  {:>13.0}  {:>12.1}  {:>21.0}",
+                    r.width,
+                    r.devices_used,
+                    r.calls,
+                    r.call_ms_min,
+                    r.call_ms_mean,
+                    r.ms_per_partition,
+                    r.cpu_ms_per_partition
+                );
+            }
+            println!(
+                "all {} proofs verified",
+                rep.rows.iter().map(|r| r.width * r.calls).sum::<usize>()
+            );
+            if let Some(path) = json {
+                let text = serde_json::to_string_pretty(&rep)
+                    .map_err(|e| Error::internal(format!("json: {e}")))?;
+                std::fs::write(&path, text).map_err(|e| {
+                    Error::invalid_argument(format!("cannot write {}: {e}", path.display()))
+                })?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Verify {
             job: JobArgs { c1, id, shape },
             proof,
@@ -351,29 +442,50 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             let proof = read(&proof)?;
             let parsed = porep::parse_c1(&bytes)?;
             fixture::apply_fixture_tables(parsed.c1.registered_proof, shape.shape())?;
-            let valid = fixture::verify_with_filecoin_proofs(&bytes, id.prover_id()?, id.sector_id, &proof)
-                .unwrap_or_else(|e| {
-                    eprintln!("cuzk: verify_seal: {e}");
-                    false
-                });
+            let valid =
+                fixture::verify_with_filecoin_proofs(&bytes, id.prover_id()?, id.sector_id, &proof)
+                    .unwrap_or_else(|e| {
+                        eprintln!("cuzk: verify_seal: {e}");
+                        false
+                    });
             println!("{}", if valid { "valid" } else { "INVALID" });
-            Ok(if valid { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if valid {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Cmd::Setup { sector_size, shape } => {
             let size = fixture::parse_sector_size(&sector_size)?;
             let spec = FixtureSpec::new(fixture::v1_1_proof(size)?, shape.shape());
-            eprintln!("cuzk setup {}: parameters in {} (generated once, cached)", spec.name(), params_dir.display());
+            eprintln!(
+                "cuzk setup {}: parameters in {} (generated once, cached)",
+                spec.name(),
+                params_dir.display()
+            );
             let report = fixture::setup(&spec, &params_dir)?;
-            println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report).expect("serializable")
+            );
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Demo { shape } => demo(params_dir, shape.shape()),
-        Cmd::Waterfall { file, svg, events, json } => {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| Error::invalid_argument(format!("cannot read {}: {e}", file.display())))?;
+        Cmd::Waterfall {
+            file,
+            svg,
+            events,
+            json,
+        } => {
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                Error::invalid_argument(format!("cannot read {}: {e}", file.display()))
+            })?;
             let evs = analysis::parse_any(&text).map_err(Error::invalid_input)?;
             if evs.is_empty() {
-                return Err(Error::invalid_input(format!("no timeline events in {}", file.display())));
+                return Err(Error::invalid_input(format!(
+                    "no timeline events in {}",
+                    file.display()
+                )));
             }
             if events {
                 print!("{}", analysis::event_table(&evs));
@@ -381,7 +493,8 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             }
             let a = analysis::analyze(&evs);
             print!("{}", analysis::report(&a));
-            let picture = analysis::waterfall_svg(&a, &format!("cuzk timeline: {}", file.display()));
+            let picture =
+                analysis::waterfall_svg(&a, &format!("cuzk timeline: {}", file.display()));
             analysis::check_svg(&picture).map_err(Error::internal)?;
             write_file(&svg, picture.as_bytes())?;
             println!("waterfall: {}", svg.display());
@@ -390,7 +503,10 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Selftest { constraints, devices } => {
+        Cmd::Selftest {
+            constraints,
+            devices,
+        } => {
             let dir = tempfile::tempdir().map_err(|e| Error::internal(format!("temp dir: {e}")))?;
             let rep = cuzk::selftest::run(constraints, &devices, dir.path())?;
             println!(
@@ -455,26 +571,43 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
 
 fn demo(params_dir: PathBuf, shape: FixtureShape) -> Result<ExitCode, Error> {
     let spec = FixtureSpec::new(fixture::v1_1_proof(2048)?, shape);
-    println!("== 1. fixture {} (params cached in {})", spec.name(), params_dir.display());
+    println!(
+        "== 1. fixture {} (params cached in {})",
+        spec.name(),
+        params_dir.display()
+    );
     let t = Instant::now();
     let rep = fixture::setup(&spec, &params_dir)?;
     println!(
         "   C1 output {} ({}), params {} ({:.1} s)",
         rep.c1_path.display(),
-        if rep.seal_seconds > 0.01 { "sealed now" } else { "cached" },
-        if rep.params_generated { "generated" } else { "cached" },
+        if rep.seal_seconds > 0.01 {
+            "sealed now"
+        } else {
+            "cached"
+        },
+        if rep.params_generated {
+            "generated"
+        } else {
+            "cached"
+        },
         t.elapsed().as_secs_f64()
     );
     let c1 = read(&rep.c1_path)?;
 
-    println!("== 2. prove through the engine (sector {}, miner {})", spec.sector_id, spec.miner_id);
+    println!(
+        "== 2. prove through the engine (sector {}, miner {})",
+        spec.sector_id, spec.miner_id
+    );
     let engine = Engine::start(Config {
         params_dir: params_dir.clone(),
         ..Config::default()
     })?;
     let events: Arc<Mutex<Vec<Event>>> = Arc::default();
     let ev2 = events.clone();
-    engine.add_timeline_sink(Arc::new(move |e| ev2.lock().expect("events").push(e.clone())));
+    engine.add_timeline_sink(Arc::new(move |e| {
+        ev2.lock().expect("events").push(e.clone())
+    }));
     let out = engine.prove(JobRequest {
         c1: c1.clone(),
         sector_id: spec.sector_id,
@@ -489,9 +622,14 @@ fn demo(params_dir: PathBuf, shape: FixtureShape) -> Result<ExitCode, Error> {
         println!("   {}", timeline::log_line(e));
     }
     println!("== 4. verify with filecoin-proofs verify_seal");
-    let valid = fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof)?;
+    let valid =
+        fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof)?;
     println!("   verify_seal: {}", if valid { "true" } else { "FALSE" });
-    Ok(if valid { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 #[derive(serde::Serialize, Default, Clone)]
@@ -530,7 +668,8 @@ fn run_child(args: &[String]) -> Result<Sample, Error> {
             String::from_utf8_lossy(&out.stderr)
         )));
     }
-    let mut s = parse_result(&stdout).ok_or_else(|| Error::internal(format!("no RESULT line in: {stdout}")))?;
+    let mut s = parse_result(&stdout)
+        .ok_or_else(|| Error::internal(format!("no RESULT line in: {stdout}")))?;
     // Process wall time (includes parameter loading), which is what a caller waits for.
     s.wall_ms = t.elapsed().as_secs_f64() * 1e3;
     Ok(s)
@@ -562,7 +701,10 @@ fn bench_c2(job: &JobArgs, runs: usize, json: Option<PathBuf>) -> Result<ExitCod
     };
     let (mut ours, mut theirs) = (vec![], vec![]);
     for round in 0..runs {
-        eprintln!("round {}/{runs}: filecoin-proofs seal_commit_phase2 ...", round + 1);
+        eprintln!(
+            "round {}/{runs}: filecoin-proofs seal_commit_phase2 ...",
+            round + 1
+        );
         theirs.push(run_child(&common("baseline", "baseline.proof"))?);
         eprintln!("round {}/{runs}: cuzk ...", round + 1);
         ours.push(run_child(&common("prove", "cuzk.proof"))?);
@@ -572,8 +714,16 @@ fn bench_c2(job: &JobArgs, runs: usize, json: Option<PathBuf>) -> Result<ExitCod
     let (a, b) = (mean(&ours), mean(&theirs));
     println!("| prover | wall s (mean of {runs}) | peak RSS MiB |");
     println!("|---|---|---|");
-    println!("| filecoin-proofs seal_commit_phase2 | {:.1} | {} |", b / 1e3, peak(&theirs) >> 20);
-    println!("| cuzk (CPU backend) | {:.1} | {} |", a / 1e3, peak(&ours) >> 20);
+    println!(
+        "| filecoin-proofs seal_commit_phase2 | {:.1} | {} |",
+        b / 1e3,
+        peak(&theirs) >> 20
+    );
+    println!(
+        "| cuzk (CPU backend) | {:.1} | {} |",
+        a / 1e3,
+        peak(&ours) >> 20
+    );
     println!("speed-up (filecoin-proofs wall / cuzk wall): {:.2}x", b / a);
     if let Some(j) = json {
         let v = serde_json::json!({"runs": runs, "cuzk": ours, "filecoin_proofs": theirs, "speedup": b / a});
@@ -584,7 +734,8 @@ fn bench_c2(job: &JobArgs, runs: usize, json: Option<PathBuf>) -> Result<ExitCod
 }
 
 fn write_file(path: &PathBuf, data: &[u8]) -> Result<(), Error> {
-    std::fs::write(path, data).map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
+    std::fs::write(path, data)
+        .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
 }
 
 struct BatchArgs {
@@ -626,16 +777,22 @@ struct ProofTimes {
 fn progress(count: usize, what: &str) -> indicatif::ProgressBar {
     let pb = indicatif::ProgressBar::new(count as u64);
     pb.set_style(
-        indicatif::ProgressStyle::with_template("{msg:>16} [{bar:40}] {pos}/{len} proofs, {elapsed_precise} (eta {eta})")
-            .expect("template")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{msg:>16} [{bar:40}] {pos}/{len} proofs, {elapsed_precise} (eta {eta})",
+        )
+        .expect("template")
+        .progress_chars("=> "),
     );
     pb.set_message(what.to_string());
     pb
 }
 
 /// Runs `count` tasks with at most `concurrency` at once; returns their results in order.
-fn run_concurrently<T: Send>(count: usize, concurrency: usize, task: impl Fn(usize) -> T + Sync) -> Vec<T> {
+fn run_concurrently<T: Send>(
+    count: usize,
+    concurrency: usize,
+    task: impl Fn(usize) -> T + Sync,
+) -> Vec<T> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Mutex<Vec<Option<T>>> = Mutex::new((0..count).map(|_| None).collect());
     std::thread::scope(|s| {
@@ -650,7 +807,12 @@ fn run_concurrently<T: Send>(count: usize, concurrency: usize, task: impl Fn(usi
             });
         }
     });
-    results.into_inner().expect("results").into_iter().map(|r| r.expect("every task ran")).collect()
+    results
+        .into_inner()
+        .expect("results")
+        .into_iter()
+        .map(|r| r.expect("every task ran"))
+        .collect()
 }
 
 fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
@@ -673,14 +835,18 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             let (d, k) = spec
                 .split_once('@')
                 .and_then(|(d, k)| Some((d.parse::<usize>().ok()?, k.parse::<usize>().ok()?)))
-                .ok_or_else(|| Error::invalid_argument(format!("--disable-device wants D@K, not {spec:?}")))?;
+                .ok_or_else(|| {
+                    Error::invalid_argument(format!("--disable-device wants D@K, not {spec:?}"))
+                })?;
             Some((d, k))
         }
     };
     let done = std::sync::atomic::AtomicUsize::new(0);
     let events: Arc<Mutex<Vec<Event>>> = Arc::default();
     let ev = events.clone();
-    engine.add_timeline_sink(Arc::new(move |e| ev.lock().expect("events").push(e.clone())));
+    engine.add_timeline_sink(Arc::new(move |e| {
+        ev.lock().expect("events").push(e.clone())
+    }));
     let req = JobRequest {
         c1: c1.clone(),
         sector_id: a.sector_id,
@@ -729,12 +895,18 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     for r in results {
         match r {
             Ok((i, wall_ms, out)) => {
-                let valid = fixture::verify_with_filecoin_proofs(&c1, a.prover_id, a.sector_id, &out.proof).unwrap_or(false);
+                let valid =
+                    fixture::verify_with_filecoin_proofs(&c1, a.prover_id, a.sector_id, &out.proof)
+                        .unwrap_or(false);
                 times.push(ProofTimes {
                     index: i,
                     job: 0,
                     wall_ms,
-                    queue_ms: out.partitions.iter().map(|p| p.queue_ms).fold(f64::INFINITY, f64::min),
+                    queue_ms: out
+                        .partitions
+                        .iter()
+                        .map(|p| p.queue_ms)
+                        .fold(f64::INFINITY, f64::min),
                     synth_ms: out.partitions.iter().map(|p| p.synth_ms).sum(),
                     prove_ms: out.partitions.iter().map(|p| p.prove_ms).sum(),
                     gpu_ms: out.partitions.iter().map(|p| p.stages.gpu_ms).sum(),
@@ -773,7 +945,10 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         );
     }
     println!();
-    print!("{}", analysis::report(&an).split("\n\n").nth(2).unwrap_or(""));
+    print!(
+        "{}",
+        analysis::report(&an).split("\n\n").nth(2).unwrap_or("")
+    );
     println!(
         "cuzk: {} proofs in {:.1} s = {:.2} proofs/min; peak RSS {} MiB; memory reserved peak {} MiB of {} MiB budget",
         times.len(),
@@ -788,12 +963,19 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             "device {i} {}: {} partitions proved, {}",
             d.name,
             d.partitions_proved,
-            if d.enabled { "in service" } else { "out of service" }
+            if d.enabled {
+                "in service"
+            } else {
+                "out of service"
+            }
         );
     }
     let svg_text = analysis::waterfall_svg(
         &an,
-        &format!("cuzk bench batch -c {} -j {}: {:.2} proofs/min", a.count, a.concurrency, ppm),
+        &format!(
+            "cuzk bench batch -c {} -j {}: {:.2} proofs/min",
+            a.count, a.concurrency, ppm
+        ),
     );
     write_file(&a.svg, svg_text.as_bytes())?;
     println!("waterfall: {}", a.svg.display());
@@ -820,19 +1002,32 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             base_ppm,
             ok.iter().sum::<f64>() / ok.len().max(1) as f64 / 1e3
         );
-        println!("throughput ratio cuzk / filecoin-proofs: {:.2}x", ppm / base_ppm);
+        println!(
+            "throughput ratio cuzk / filecoin-proofs: {:.2}x",
+            ppm / base_ppm
+        );
         baseline = serde_json::json!({"proofs": ok.len(), "seconds": base_s, "proofs_per_min": base_ppm, "wall_ms": ok, "ratio": ppm / base_ppm});
     }
     let mut externals = Vec::new();
     for spec in &a.baseline_bins {
-        let (label, path) = spec
-            .split_once('=')
-            .ok_or_else(|| Error::invalid_argument(format!("--baseline-bin wants LABEL=PATH, not {spec:?}")))?;
+        let (label, path) = spec.split_once('=').ok_or_else(|| {
+            Error::invalid_argument(format!("--baseline-bin wants LABEL=PATH, not {spec:?}"))
+        })?;
         eprintln!("running {label}: {path}");
         let out = std::process::Command::new(path)
             .args(["--c1", &a.c1.display().to_string()])
-            .args(["--sector-id", &a.sector_id.to_string(), "--miner-id", &a.miner_id.to_string()])
-            .args(["--partitions", &a.shape.partitions.to_string(), "--layers", &a.shape.layers.to_string()])
+            .args([
+                "--sector-id",
+                &a.sector_id.to_string(),
+                "--miner-id",
+                &a.miner_id.to_string(),
+            ])
+            .args([
+                "--partitions",
+                &a.shape.partitions.to_string(),
+                "--layers",
+                &a.shape.layers.to_string(),
+            ])
             .args(["-c", &a.baseline_count.unwrap_or(a.count).to_string()])
             .args(["-j", &a.baseline_jobs.unwrap_or(a.concurrency).to_string()])
             .args(["--label", label])
@@ -844,7 +1039,12 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             .lines()
             .rev()
             .find_map(|l| serde_json::from_str(l).ok())
-            .ok_or_else(|| Error::internal(format!("{label} printed no summary ({}): {stdout}", out.status)))?;
+            .ok_or_else(|| {
+                Error::internal(format!(
+                    "{label} printed no summary ({}): {stdout}",
+                    out.status
+                ))
+            })?;
         let base_ppm = v["proofs_per_min"].as_f64().unwrap_or(0.0);
         println!(
             "{label}: {} proofs ({} failed) in {:.1} s = {:.2} proofs/min, peak RSS {} MiB; cuzk / {label}: {:.2}x",
@@ -881,5 +1081,9 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     write_file(&a.json, &serde_json::to_vec_pretty(&summary).expect("json"))?;
     println!("summary: {}", a.json.display());
     let all_ok = failed == 0 && times.iter().all(|t| t.verified);
-    Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -1,10 +1,7 @@
 //! The memory budget: every in-flight partition and every resident parameter set reserves its
 //! bytes before the memory is touched, and the sum never exceeds the budget.
 
-use std::{
-    sync::Arc,
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -76,7 +73,10 @@ impl Budget {
         if st.used + bytes <= self.total {
             st.used += bytes;
             st.peak = st.peak.max(st.used);
-            Some(Reservation { budget: self.clone(), bytes })
+            Some(Reservation {
+                budget: self.clone(),
+                bytes,
+            })
         } else {
             None
         }
@@ -105,7 +105,10 @@ impl Budget {
             if st.used + bytes <= self.total {
                 st.used += bytes;
                 st.peak = st.peak.max(st.used);
-                return Ok(Reservation { budget: self.clone(), bytes });
+                return Ok(Reservation {
+                    budget: self.clone(),
+                    bytes,
+                });
             }
             if let Some(e) = give_up() {
                 return Err(e);

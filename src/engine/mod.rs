@@ -83,7 +83,10 @@ impl Default for Config {
             params_dir: PathBuf::new(),
             self_check: true,
             // CUZK_TIMELINE=1 or =stderr: log lines to stderr; =<path>: append them to a file.
-            timeline_stderr: matches!(std::env::var("CUZK_TIMELINE").as_deref(), Ok("1" | "stderr")),
+            timeline_stderr: matches!(
+                std::env::var("CUZK_TIMELINE").as_deref(),
+                Ok("1" | "stderr")
+            ),
             timeline_file: std::env::var_os("CUZK_TIMELINE")
                 .filter(|v| !v.is_empty() && v != "1" && v != "stderr" && v != "0")
                 .map(PathBuf::from),
@@ -119,7 +122,9 @@ impl Config {
                 .unwrap_or(DEFAULT_GPU_BATCH);
         }
         if self.synthesis_workers == 0 {
-            let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            let cores = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1);
             // One per core: the memory budget, not this, bounds what is in flight.
             self.synthesis_workers = cores.max(2);
         }
@@ -304,17 +309,42 @@ impl EngineStatus {
             }
         };
         let one = |v: f64| vec![(String::new(), v)];
-        metric("cuzk_up", "gauge", "1 while the engine runs.", &one(self.running as u8 as f64));
-        metric("cuzk_jobs_completed_total", "counter", "Jobs that returned a verified proof.", &one(self.completed as f64));
-        metric("cuzk_jobs_failed_total", "counter", "Jobs that ended with an error.", &one(self.failed as f64));
-        metric("cuzk_jobs_cancelled_total", "counter", "Jobs cancelled.", &one(self.cancelled as f64));
+        metric(
+            "cuzk_up",
+            "gauge",
+            "1 while the engine runs.",
+            &one(self.running as u8 as f64),
+        );
+        metric(
+            "cuzk_jobs_completed_total",
+            "counter",
+            "Jobs that returned a verified proof.",
+            &one(self.completed as f64),
+        );
+        metric(
+            "cuzk_jobs_failed_total",
+            "counter",
+            "Jobs that ended with an error.",
+            &one(self.failed as f64),
+        );
+        metric(
+            "cuzk_jobs_cancelled_total",
+            "counter",
+            "Jobs cancelled.",
+            &one(self.cancelled as f64),
+        );
         metric(
             "cuzk_partitions_cpu_retried_total",
             "counter",
             "Partitions a GPU failed on, proved again on the CPU.",
             &one(self.cpu_retries as f64),
         );
-        metric("cuzk_jobs_in_flight", "gauge", "Jobs submitted and not finished.", &one(self.jobs_in_flight as f64));
+        metric(
+            "cuzk_jobs_in_flight",
+            "gauge",
+            "Jobs submitted and not finished.",
+            &one(self.jobs_in_flight as f64),
+        );
         metric(
             "cuzk_partitions",
             "gauge",
@@ -326,10 +356,30 @@ impl EngineStatus {
                 ("{state=\"proving\"}".into(), self.proving as f64),
             ],
         );
-        metric("cuzk_memory_budget_bytes", "gauge", "Memory budget.", &one(self.memory_budget as f64));
-        metric("cuzk_memory_reserved_bytes", "gauge", "Memory reserved now.", &one(self.memory_reserved as f64));
-        metric("cuzk_memory_reserved_peak_bytes", "gauge", "Highest reservation.", &one(self.memory_peak as f64));
-        metric("cuzk_params_resident", "gauge", "Parameter sets in memory.", &one(self.resident_params.len() as f64));
+        metric(
+            "cuzk_memory_budget_bytes",
+            "gauge",
+            "Memory budget.",
+            &one(self.memory_budget as f64),
+        );
+        metric(
+            "cuzk_memory_reserved_bytes",
+            "gauge",
+            "Memory reserved now.",
+            &one(self.memory_reserved as f64),
+        );
+        metric(
+            "cuzk_memory_reserved_peak_bytes",
+            "gauge",
+            "Highest reservation.",
+            &one(self.memory_peak as f64),
+        );
+        metric(
+            "cuzk_params_resident",
+            "gauge",
+            "Parameter sets in memory.",
+            &one(self.resident_params.len() as f64),
+        );
         let dev = |f: &dyn Fn(&DeviceStatus) -> f64| -> Vec<(String, f64)> {
             self.devices
                 .iter()
@@ -337,8 +387,18 @@ impl EngineStatus {
                 .map(|(i, d)| (format!("{{device=\"{i}\",name=\"{}\"}}", d.name), f(d)))
                 .collect()
         };
-        metric("cuzk_device_busy", "gauge", "1 while the device proves a partition.", &dev(&|d| d.current.is_some() as u8 as f64));
-        metric("cuzk_device_enabled", "gauge", "1 while the device is in service.", &dev(&|d| d.enabled as u8 as f64));
+        metric(
+            "cuzk_device_busy",
+            "gauge",
+            "1 while the device proves a partition.",
+            &dev(&|d| d.current.is_some() as u8 as f64),
+        );
+        metric(
+            "cuzk_device_enabled",
+            "gauge",
+            "1 while the device is in service.",
+            &dev(&|d| d.enabled as u8 as f64),
+        );
         metric(
             "cuzk_device_consecutive_failures",
             "gauge",
@@ -372,13 +432,18 @@ impl Engine {
 
     /// Starts an engine with the given prover backends, one prover worker each (partitions go
     /// to whichever is free).
-    pub fn start_with_backends(cfg: Config, backends: Vec<Box<dyn ProverBackend>>) -> Result<Engine> {
+    pub fn start_with_backends(
+        cfg: Config,
+        backends: Vec<Box<dyn ProverBackend>>,
+    ) -> Result<Engine> {
         Self::start_resolved(cfg.resolved(), backends)
     }
 
     fn start_resolved(mut cfg: Config, backends: Vec<Box<dyn ProverBackend>>) -> Result<Engine> {
         if backends.is_empty() {
-            return Err(Error::invalid_argument("at least one prover backend is needed"));
+            return Err(Error::invalid_argument(
+                "at least one prover backend is needed",
+            ));
         }
         // Synthesis yields to the GPU call's host-side work by default (needs the backends).
         if cfg.synthesis_nice.is_none() {
@@ -419,27 +484,47 @@ impl Engine {
         });
         let mut threads: Vec<JoinHandle<()>> = Vec::new();
         let workers = (0..inner.cfg.synthesis_workers)
-            .map(|w| (format!("cuzk-synth-{w}"), Box::new(move |i: &Arc<Inner>| synth_worker(i, w)) as Box<dyn FnOnce(&Arc<Inner>) + Send>))
+            .map(|w| {
+                (
+                    format!("cuzk-synth-{w}"),
+                    Box::new(move |i: &Arc<Inner>| synth_worker(i, w))
+                        as Box<dyn FnOnce(&Arc<Inner>) + Send>,
+                )
+            })
             .chain((0..inner.backends.len()).map(|d| {
-                (format!("cuzk-prove-{d}"), Box::new(move |i: &Arc<Inner>| prove_worker(i, d)) as Box<dyn FnOnce(&Arc<Inner>) + Send>)
+                (
+                    format!("cuzk-prove-{d}"),
+                    Box::new(move |i: &Arc<Inner>| prove_worker(i, d))
+                        as Box<dyn FnOnce(&Arc<Inner>) + Send>,
+                )
             }));
         for (name, work) in workers {
             let i = inner.clone();
-            match std::thread::Builder::new().name(name).spawn(move || work(&i)) {
+            match std::thread::Builder::new()
+                .name(name)
+                .spawn(move || work(&i))
+            {
                 Ok(t) => threads.push(t),
                 Err(e) => {
                     // Stop what was started before reporting.
                     inner.synth_q.close();
                     inner.prove_q.close();
                     threads.into_iter().for_each(|t| drop(t.join()));
-                    return Err(Error::internal(format!("cannot start a worker thread: {e}")));
+                    return Err(Error::internal(format!(
+                        "cannot start a worker thread: {e}"
+                    )));
                 }
             }
         }
         log::info!(
             "cuzk engine started: {} synthesis workers, devices [{}], budget {} MiB, params {}",
             inner.cfg.synthesis_workers,
-            inner.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
+            inner
+                .backends
+                .iter()
+                .map(|b| b.name())
+                .collect::<Vec<_>>()
+                .join(","),
             inner.cfg.memory_budget >> 20,
             inner.cfg.params_dir.display()
         );
@@ -449,7 +534,9 @@ impl Engine {
             timeline_logs: Mutex::new(Vec::new()),
         };
         if engine.inner.cfg.timeline_stderr {
-            let id = engine.add_timeline_sink(Arc::new(|ev| eprintln!("{}", crate::timeline::log_line(ev))));
+            let id = engine.add_timeline_sink(Arc::new(|ev| {
+                eprintln!("{}", crate::timeline::log_line(ev))
+            }));
             engine.timeline_logs.lock().push(id);
         }
         if let Some(path) = &engine.inner.cfg.timeline_file {
@@ -457,7 +544,12 @@ impl Engine {
                 .create(true)
                 .append(true)
                 .open(path)
-                .map_err(|e| Error::invalid_argument(format!("cannot open timeline file {}: {e}", path.display())))?;
+                .map_err(|e| {
+                    Error::invalid_argument(format!(
+                        "cannot open timeline file {}: {e}",
+                        path.display()
+                    ))
+                })?;
             let out = Mutex::new(std::io::LineWriter::new(file));
             let id = engine.add_timeline_sink(Arc::new(move |ev| {
                 use std::io::Write;
@@ -481,7 +573,10 @@ impl Engine {
             .filter(|_| device < i.devices.lock().len())
             .ok_or_else(|| Error::invalid_argument(format!("no device {device}")))?;
         if !set_device(i, d, device - i.slot_base[d], on) {
-            return Err(Error::new(Status::Unsupported, format!("device {device} cannot be taken out of service")));
+            return Err(Error::new(
+                Status::Unsupported,
+                format!("device {device} cannot be taken out of service"),
+            ));
         }
         Ok(())
     }
@@ -503,7 +598,10 @@ impl Engine {
     pub fn preload(&self, req: &JobRequest) -> Result<()> {
         let parsed = porep::parse_c1(&req.c1)?;
         let prepared = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture)?;
-        let srs = self.inner.srs.get(prepared.circuits.params_id(), &self.inner.budget)?;
+        let srs = self
+            .inner
+            .srs
+            .get(prepared.circuits.params_id(), &self.inner.budget)?;
         prepare_backends(&self.inner, &srs)
     }
 
@@ -541,13 +639,28 @@ impl Engine {
             done: Condvar::new(),
         });
         self.inner.jobs.lock().insert(id, job.clone());
-        self.inner
-            .timeline
-            .emit(EventKind::JobQueued, id, NO_PARTITION, 0, n as u64, &format!("{:?}", prepared.proof_type));
+        self.inner.timeline.emit(
+            EventKind::JobQueued,
+            id,
+            NO_PARTITION,
+            0,
+            n as u64,
+            &format!("{:?}", prepared.proof_type),
+        );
         for k in 0..n {
-            let item = SynthItem { job: job.clone(), partition: k };
+            let item = SynthItem {
+                job: job.clone(),
+                partition: k,
+            };
             if self.inner.synth_q.push(job.key(k), item).is_err() {
-                finish(&self.inner, &job, Err(Error::new(Status::NotRunning, "the engine is shutting down")));
+                finish(
+                    &self.inner,
+                    &job,
+                    Err(Error::new(
+                        Status::NotRunning,
+                        "the engine is shutting down",
+                    )),
+                );
                 break;
             }
         }
@@ -555,12 +668,12 @@ impl Engine {
     }
 
     fn job(&self, id: u64) -> Result<Arc<Job>> {
-        self.inner
-            .jobs
-            .lock()
-            .get(&id)
-            .cloned()
-            .ok_or_else(|| Error::new(Status::NotFound, format!("no job {id} (never submitted, or already awaited)")))
+        self.inner.jobs.lock().get(&id).cloned().ok_or_else(|| {
+            Error::new(
+                Status::NotFound,
+                format!("no job {id} (never submitted, or already awaited)"),
+            )
+        })
     }
 
     /// Waits for a job. `timeout` None waits forever. On success or failure the job is removed
@@ -574,7 +687,10 @@ impl Engine {
                 None => job.done.wait(&mut st),
                 Some(d) => {
                     if job.done.wait_until(&mut st, d).timed_out() && st.result.is_none() {
-                        return Err(Error::new(Status::Timeout, format!("job {id} is still running")));
+                        return Err(Error::new(
+                            Status::Timeout,
+                            format!("job {id} is still running"),
+                        ));
                     }
                 }
             }
@@ -597,7 +713,14 @@ impl Engine {
     /// changes nothing.
     pub fn cancel(&self, id: u64) -> Result<()> {
         let job = self.job(id)?;
-        finish(&self.inner, &job, Err(Error::new(Status::Cancelled, format!("job {id} was cancelled"))));
+        finish(
+            &self.inner,
+            &job,
+            Err(Error::new(
+                Status::Cancelled,
+                format!("job {id} was cancelled"),
+            )),
+        );
         Ok(())
     }
 
@@ -611,7 +734,12 @@ impl Engine {
         let i = &self.inner;
         EngineStatus {
             running: i.running.load(Ordering::Acquire),
-            jobs_in_flight: i.jobs.lock().values().filter(|j| j.state.lock().result.is_none()).count(),
+            jobs_in_flight: i
+                .jobs
+                .lock()
+                .values()
+                .filter(|j| j.state.lock().result.is_none())
+                .count(),
             synthesis_queue: i.synth_q.len(),
             synthesizing: i.counters.synthesizing.load(Ordering::Relaxed),
             prover_queue: i.prove_q.len(),
@@ -634,24 +762,39 @@ impl Engine {
         let i = &self.inner;
         i.running.store(false, Ordering::Release);
         for item in i.synth_q.close() {
-            finish(i, &item.job, Err(Error::new(Status::NotRunning, "the engine was shut down")));
+            finish(
+                i,
+                &item.job,
+                Err(Error::new(Status::NotRunning, "the engine was shut down")),
+            );
         }
         let threads = std::mem::take(&mut *self.threads.lock());
         // Synthesis workers exit when their queue is closed and empty; then the prover queue
         // drains and closes.
-        let (synth, provers): (Vec<_>, Vec<_>) =
-            threads.into_iter().partition(|t| t.thread().name().is_some_and(|n| n.starts_with("cuzk-synth")));
+        let (synth, provers): (Vec<_>, Vec<_>) = threads.into_iter().partition(|t| {
+            t.thread()
+                .name()
+                .is_some_and(|n| n.starts_with("cuzk-synth"))
+        });
         for t in synth {
             let _ = t.join();
         }
         for item in i.prove_q.close() {
-            finish(i, &item.job, Err(Error::new(Status::NotRunning, "the engine was shut down")));
+            finish(
+                i,
+                &item.job,
+                Err(Error::new(Status::NotRunning, "the engine was shut down")),
+            );
         }
         for t in provers {
             let _ = t.join();
         }
         for job in i.jobs.lock().values() {
-            finish(i, job, Err(Error::new(Status::NotRunning, "the engine was shut down")));
+            finish(
+                i,
+                job,
+                Err(Error::new(Status::NotRunning, "the engine was shut down")),
+            );
         }
         for id in std::mem::take(&mut *self.timeline_logs.lock()) {
             i.timeline.remove(id);
@@ -697,7 +840,14 @@ fn finish(inner: &Inner, job: &Job, res: Result<JobOutput>) {
     drop(st);
     job.circuits.lock().take();
     job.done.notify_all();
-    inner.timeline.emit(kind, job.id, NO_PARTITION, 0, job.submitted.elapsed().as_millis() as u64, &detail);
+    inner.timeline.emit(
+        kind,
+        job.id,
+        NO_PARTITION,
+        0,
+        job.submitted.elapsed().as_millis() as u64,
+        &detail,
+    );
 }
 
 fn ms(d: Duration) -> f64 {
@@ -725,7 +875,7 @@ pub fn select_backends(devices: &str, gpu_batch: usize) -> Result<Vec<Box<dyn Pr
     #[cfg(feature = "cuda")]
     {
         match crate::prover::gpu::discover() {
-            crate::prover::gpu::Discovery::Devices(found) => {
+            crate::prover::gpu::Discovery::Devices(found, visible) => {
                 if let Some(n) = limit {
                     if n > found.len() {
                         return Err(Error::invalid_argument(format!(
@@ -744,7 +894,9 @@ pub fn select_backends(devices: &str, gpu_batch: usize) -> Result<Vec<Box<dyn Pr
                     .collect();
                 chosen.truncate(limit.unwrap_or(usize::MAX));
                 if chosen.is_empty() {
-                    log::warn!("cuzk: GPU 0 is not usable (supraseal needs it): proving on the CPU");
+                    log::warn!(
+                        "cuzk: GPU 0 is not usable (supraseal needs it): proving on the CPU"
+                    );
                     return Ok(cpu());
                 }
                 for d in &chosen {
@@ -758,11 +910,24 @@ pub fn select_backends(devices: &str, gpu_batch: usize) -> Result<Vec<Box<dyn Pr
                         d.free_mem >> 20
                     );
                 }
-                Ok(vec![Box::new(crate::prover::gpu::SuprasealProver::new(chosen, gpu_batch))])
+                if chosen.len() < visible {
+                    log::warn!(
+                        "cuzk: using {} of the {visible} GPUs this process sees: one partition per GPU \
+                         per call (supraseal spreads a call over every visible GPU); to pick GPUs \
+                         and keep batched calls, set CUDA_VISIBLE_DEVICES instead",
+                        chosen.len()
+                    );
+                }
+                Ok(vec![Box::new(crate::prover::gpu::SuprasealProver::new(
+                    chosen, visible, gpu_batch,
+                ))])
             }
             crate::prover::gpu::Discovery::None(why) => {
                 if limit.is_some() || want == "gpu" {
-                    return Err(Error::new(Status::Unsupported, format!("no usable GPU: {why}")));
+                    return Err(Error::new(
+                        Status::Unsupported,
+                        format!("no usable GPU: {why}"),
+                    ));
                 }
                 log::warn!("cuzk: no usable GPU ({why}): proving on the CPU");
                 Ok(cpu())
@@ -807,12 +972,22 @@ fn synth_worker(inner: &Arc<Inner>, w: usize) {
         // Two calls' worth per prover: a multi-GPU or batching backend takes several
         // partitions per call (re-read: devices can leave service).
         let lookahead = match inner.cfg.synthesis_lookahead {
-            0 => 2 * inner.backends.iter().map(|b| b.max_batch().max(1)).sum::<usize>(),
+            0 => {
+                2 * inner
+                    .backends
+                    .iter()
+                    .map(|b| b.max_batch().max(1))
+                    .sum::<usize>()
+            }
             n => n,
         };
         // Do not run ahead of the provers: synthesized partitions hold their memory until proved.
-        inner.prove_q.wait_below(lookahead, || !inner.running.load(Ordering::Acquire));
-        let Some((key, item)) = inner.synth_q.pop() else { break };
+        inner
+            .prove_q
+            .wait_below(lookahead, || !inner.running.load(Ordering::Acquire));
+        let Some((key, item)) = inner.synth_q.pop() else {
+            break;
+        };
         let SynthItem { job, partition } = item;
         if job.stopped() {
             continue;
@@ -824,7 +999,9 @@ fn synth_worker(inner: &Arc<Inner>, w: usize) {
 }
 
 fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usize) -> Result<()> {
-    let Ok(circuits) = job.circuits() else { return Ok(()) };
+    let Ok(circuits) = job.circuits() else {
+        return Ok(());
+    };
     let srs = inner.srs.get(circuits.params_id(), &inner.budget)?;
     prepare_backends(inner, &srs)?;
     let bytes = srs.size.working_bytes();
@@ -837,13 +1014,19 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
             None
         }
     };
-    let reservation = match inner.budget.acquire(bytes, &format!("partition {k} of job {}", job.id), stop) {
-        Ok(r) => r,
-        Err(e) if e.status == Status::Cancelled => return Ok(()),
-        Err(e) => return Err(e),
-    };
+    let reservation =
+        match inner
+            .budget
+            .acquire(bytes, &format!("partition {k} of job {}", job.id), stop)
+        {
+            Ok(r) => r,
+            Err(e) if e.status == Status::Cancelled => return Ok(()),
+            Err(e) => return Err(e),
+        };
     let start = Instant::now();
-    inner.timeline.emit(EventKind::SynthStart, job.id, k as u32, w as u32, bytes, "");
+    inner
+        .timeline
+        .emit(EventKind::SynthStart, job.id, k as u32, w as u32, bytes, "");
     inner.counters.synthesizing.fetch_add(1, Ordering::Relaxed);
     let synthesized = circuits.synthesize(k, Some(srs.size), Some(job.stop.clone()));
     drop(circuits);
@@ -853,14 +1036,28 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
         // Abandoned: the job ended while this partition was being synthesized.
         Err(_) if job.stopped() => {
             let ms = start.elapsed().as_millis() as u64;
-            inner.timeline.emit(EventKind::SynthEnd, job.id, k as u32, w as u32, ms, "aborted");
+            inner.timeline.emit(
+                EventKind::SynthEnd,
+                job.id,
+                k as u32,
+                w as u32,
+                ms,
+                "aborted",
+            );
             return Ok(());
         }
         Err(e) => return Err(e),
     };
     let synth_end = Instant::now();
     let synth_ms = ms(synth_end - start);
-    inner.timeline.emit(EventKind::SynthEnd, job.id, k as u32, w as u32, synth_ms as u64, "");
+    inner.timeline.emit(
+        EventKind::SynthEnd,
+        job.id,
+        k as u32,
+        w as u32,
+        synth_ms as u64,
+        "",
+    );
     {
         let mut st = job.state.lock();
         let r = &mut st.reports[k];
@@ -881,7 +1078,9 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
         _reservation: reservation,
         synth_end,
     };
-    inner.timeline.emit(EventKind::ChanSend, job.id, k as u32, w as u32, 0, "");
+    inner
+        .timeline
+        .emit(EventKind::ChanSend, job.id, k as u32, w as u32, 0, "");
     if inner.prove_q.push(key, item).is_err() {
         return Err(Error::new(Status::NotRunning, "the engine was shut down"));
     }
@@ -903,7 +1102,11 @@ fn set_device(inner: &Inner, d: usize, sub: usize, on: bool) -> bool {
     if on {
         devs[slot].consecutive_failures = 0;
     }
-    log::info!("device {slot} ({}) {}", devs[slot].name, if on { "enabled" } else { "disabled" });
+    log::info!(
+        "device {slot} ({}) {}",
+        devs[slot].name,
+        if on { "enabled" } else { "disabled" }
+    );
     true
 }
 
@@ -963,11 +1166,23 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
     for (i, (job, k, _, _)) in metas.iter().enumerate() {
         let slot = base + if use_gpu { backend.device_for(i, n) } else { 0 };
         let name = if use_gpu { backend.name() } else { "cpu" };
-        inner.timeline.emit(EventKind::GpuPickup, job.id, *k as u32, slot as u32, 0, name);
-        inner.timeline.emit(EventKind::GpuStart, job.id, *k as u32, slot as u32, 0, name);
+        inner.timeline.emit(
+            EventKind::GpuPickup,
+            job.id,
+            *k as u32,
+            slot as u32,
+            0,
+            name,
+        );
+        inner
+            .timeline
+            .emit(EventKind::GpuStart, job.id, *k as u32, slot as u32, 0, name);
         inner.devices.lock()[slot].current = Some((job.id, *k));
     }
-    inner.counters.proving.fetch_add(n as u64, Ordering::Relaxed);
+    inner
+        .counters
+        .proving
+        .fetch_add(n as u64, Ordering::Relaxed);
     let mut times = vec![StageTimes::default(); n];
     let results: Vec<(usize, Result<Proof<Bls12>>)> = if use_gpu {
         porep::no_panic("proving", Status::Proving, || {
@@ -976,7 +1191,9 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
         .unwrap_or_else(|e| (0..n).map(|i| (i, Err(e.clone()))).collect())
     } else {
         // Every device of this backend is out of service: its partitions go to the CPU.
-        (0..n).map(|_| (0, Err(Error::new(Status::Unsupported, "no usable device")))).collect()
+        (0..n)
+            .map(|_| (0, Err(Error::new(Status::Unsupported, "no usable device"))))
+            .collect()
     };
     let mut proved = Vec::with_capacity(n);
     for (i, (sub, result)) in results.into_iter().enumerate() {
@@ -990,7 +1207,8 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
         };
         // Only device faults count (not, say, a partition that does not fit the parameters,
         // or no device being usable).
-        let fault = matches!(&p.result, Err(e) if matches!(e.status, Status::Proving | Status::Panic));
+        let fault =
+            matches!(&p.result, Err(e) if matches!(e.status, Status::Proving | Status::Panic));
         if backend.is_gpu() && use_gpu {
             let failures = {
                 let mut devs = inner.devices.lock();
@@ -1019,12 +1237,28 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
                 e.message
             );
             if use_gpu {
-                inner.timeline.emit(EventKind::GpuEnd, job.id, *k as u32, slot as u32, ms(pickup.elapsed()) as u64, "failed;retry=cpu");
-                inner.timeline.emit(EventKind::GpuStart, job.id, *k as u32, slot as u32, 0, "cpu-retry");
+                inner.timeline.emit(
+                    EventKind::GpuEnd,
+                    job.id,
+                    *k as u32,
+                    slot as u32,
+                    ms(pickup.elapsed()) as u64,
+                    "failed;retry=cpu",
+                );
+                inner.timeline.emit(
+                    EventKind::GpuStart,
+                    job.id,
+                    *k as u32,
+                    slot as u32,
+                    0,
+                    "cpu-retry",
+                );
             }
             let mut st = StageTimes::default();
             p.result = porep::no_panic("proving", Status::Proving, || {
-                inner.fallback.prove(&mut asgs[i], &srs, rs[i], ss[i], &mut st)
+                inner
+                    .fallback
+                    .prove(&mut asgs[i], &srs, rs[i], ss[i], &mut st)
             });
             p.stages = st;
             p.on_cpu = true;
@@ -1033,7 +1267,10 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
         asgs[i] = None;
         proved.push(p);
     }
-    inner.counters.proving.fetch_sub(n as u64, Ordering::Relaxed);
+    inner
+        .counters
+        .proving
+        .fetch_sub(n as u64, Ordering::Relaxed);
     let prove_ms = ms(pickup.elapsed());
     for ((job, k, reservation, synth_end), p) in metas.into_iter().zip(proved) {
         {
@@ -1047,7 +1284,14 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
             (Ok(_), true) => "cpu".to_string(),
             (Ok(_), false) => inner.devices.lock()[p.slot].name.clone(),
         };
-        inner.timeline.emit(EventKind::GpuEnd, job.id, k as u32, p.slot as u32, prove_ms as u64, &detail);
+        inner.timeline.emit(
+            EventKind::GpuEnd,
+            job.id,
+            k as u32,
+            p.slot as u32,
+            prove_ms as u64,
+            &detail,
+        );
         drop(reservation);
         let proof = match p.result {
             Ok(proof) => proof,
@@ -1081,7 +1325,11 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
 fn assemble(inner: &Inner, job: &Job, srs: &Srs) -> Result<JobOutput> {
     let (proofs, reports) = {
         let st = job.state.lock();
-        let proofs: Vec<Proof<Bls12>> = st.proofs.iter().map(|p| p.clone().expect("all partitions proved")).collect();
+        let proofs: Vec<Proof<Bls12>> = st
+            .proofs
+            .iter()
+            .map(|p| p.clone().expect("all partitions proved"))
+            .collect();
         (proofs, st.reports.clone())
     };
     let mut bytes = Vec::with_capacity(proofs.len() * 192);
@@ -1097,8 +1345,12 @@ fn assemble(inner: &Inner, job: &Job, srs: &Srs) -> Result<JobOutput> {
             .map(|k| circuits.public_inputs(k))
             .collect::<Result<Vec<_>>>()?;
         let refs: Vec<&Proof<Bls12>> = proofs.iter().collect();
-        let ok = verify_proofs_batch(&srs.pvk, &mut OsRng, &refs, &inputs)
-            .map_err(|e| Error::new(Status::VerifyFailed, format!("self-check could not run: {e}")))?;
+        let ok = verify_proofs_batch(&srs.pvk, &mut OsRng, &refs, &inputs).map_err(|e| {
+            Error::new(
+                Status::VerifyFailed,
+                format!("self-check could not run: {e}"),
+            )
+        })?;
         if !ok {
             return Err(Error::new(
                 Status::VerifyFailed,

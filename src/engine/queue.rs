@@ -116,7 +116,8 @@ impl<T> PriorityQueue<T> {
     pub fn wait_below(&self, n: usize, give_up: impl Fn() -> bool) {
         let mut g = self.inner.lock();
         while g.heap.len() >= n && !g.closed && !give_up() {
-            self.taken.wait_for(&mut g, std::time::Duration::from_millis(50));
+            self.taken
+                .wait_for(&mut g, std::time::Duration::from_millis(50));
         }
     }
 
@@ -124,7 +125,10 @@ impl<T> PriorityQueue<T> {
     pub fn close(&self) -> Vec<T> {
         let mut g = self.inner.lock();
         g.closed = true;
-        let rest = std::mem::take(&mut g.heap).into_iter().map(|e| e.item).collect();
+        let rest = std::mem::take(&mut g.heap)
+            .into_iter()
+            .map(|e| e.item)
+            .collect();
         drop(g);
         self.ready.notify_all();
         self.taken.notify_all();
@@ -147,7 +151,11 @@ mod tests {
     #[test]
     fn priority_then_fifo_then_partition() {
         let q = PriorityQueue::default();
-        let k = |priority, job_seq, partition| Key { priority, job_seq, partition };
+        let k = |priority, job_seq, partition| Key {
+            priority,
+            job_seq,
+            partition,
+        };
         q.push(k(0, 1, 1), "j1p1").unwrap();
         q.push(k(0, 1, 0), "j1p0").unwrap();
         q.push(k(0, 0, 3), "j0p3").unwrap();
@@ -163,7 +171,11 @@ mod tests {
     #[test]
     fn wait_below_wakes_when_an_item_is_taken() {
         let q = std::sync::Arc::new(PriorityQueue::default());
-        let k = Key { priority: 0, job_seq: 0, partition: 0 };
+        let k = Key {
+            priority: 0,
+            job_seq: 0,
+            partition: 0,
+        };
         q.push(k, 1).unwrap();
         q.push(k, 2).unwrap();
         let q2 = q.clone();

@@ -61,7 +61,11 @@ impl Srs {
     }
 }
 
-fn load_full(path: &Path, len: u64, budget: &Arc<Budget>) -> Result<(Parameters<Bls12>, Reservation, f64)> {
+fn load_full(
+    path: &Path,
+    len: u64,
+    budget: &Arc<Budget>,
+) -> Result<(Parameters<Bls12>, Reservation, f64)> {
     let reservation = budget.try_acquire(len).ok_or_else(|| {
         Error::new(
             Status::ResourceExhausted,
@@ -75,18 +79,26 @@ fn load_full(path: &Path, len: u64, budget: &Arc<Budget>) -> Result<(Parameters<
         )
     })?;
     let t = Instant::now();
-    let file = File::open(path).map_err(|e| Error::params(format!("cannot open {}: {e}", path.display())))?;
+    let file = File::open(path)
+        .map_err(|e| Error::params(format!("cannot open {}: {e}", path.display())))?;
     let params = Parameters::<Bls12>::read(BufReader::with_capacity(1 << 22, file), false)
         .map_err(|e| Error::params(format!("cannot read parameters {}: {e}", path.display())))?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
-    log::info!("loaded parameters {} into host memory in {:.0} ms", path.display(), ms);
+    log::info!(
+        "loaded parameters {} into host memory in {:.0} ms",
+        path.display(),
+        ms
+    );
     Ok((params, reservation, ms))
 }
 
 /// Reads the verifying key and the circuit size from the head of a `.params` file.
 fn read_header(path: &Path) -> Result<(VerifyingKey<Bls12>, CircuitSize)> {
-    let bad = |e: std::io::Error| Error::params(format!("cannot read parameters {}: {e}", path.display()));
-    let file = File::open(path).map_err(|e| Error::params(format!("cannot open {}: {e}", path.display())))?;
+    let bad = |e: std::io::Error| {
+        Error::params(format!("cannot read parameters {}: {e}", path.display()))
+    };
+    let file = File::open(path)
+        .map_err(|e| Error::params(format!("cannot open {}: {e}", path.display())))?;
     let mut r = BufReader::new(file);
     let vk = VerifyingKey::<Bls12>::read(&mut r).map_err(bad)?;
     let mut n = [0u8; 4];
@@ -140,7 +152,8 @@ impl SrsCache {
     /// wait for one load; a failed load is retried by the next caller.
     pub fn get(&self, id: &str, budget: &Arc<Budget>) -> Result<Arc<Srs>> {
         let slot = self.slots.lock().entry(id.to_string()).or_default().clone();
-        slot.get_or_try_init(|| self.load(id, budget).map(Arc::new)).cloned()
+        slot.get_or_try_init(|| self.load(id, budget).map(Arc::new))
+            .cloned()
     }
 
     fn load(&self, id: &str, budget: &Arc<Budget>) -> Result<Srs> {

@@ -16,8 +16,18 @@ struct RawDevice {
 
 extern "C" {
     fn cuzk_cuda_archs() -> *const c_char;
-    fn cuzk_cuda_probe(count: *mut c_int, driver_version: *mut c_int, err: *mut c_char, errlen: usize) -> c_int;
-    fn cuzk_cuda_device_info(ordinal: c_int, out: *mut RawDevice, err: *mut c_char, errlen: usize) -> c_int;
+    fn cuzk_cuda_probe(
+        count: *mut c_int,
+        driver_version: *mut c_int,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
+    fn cuzk_cuda_device_info(
+        ordinal: c_int,
+        out: *mut RawDevice,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
     fn cuzk_cuda_launch_check(ordinal: c_int, err: *mut c_char, errlen: usize) -> c_int;
 }
 
@@ -36,13 +46,17 @@ pub struct CudaDevice {
 fn message(buf: &[c_char]) -> String {
     // SAFETY: the probe functions always NUL-terminate within the buffer (snprintf), and the
     // buffer is zeroed beforehand.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Compute capabilities the kernels were built for ("90", "80,90", ...).
 pub fn built_archs() -> String {
     // SAFETY: returns a pointer to a static NUL-terminated string.
-    unsafe { CStr::from_ptr(cuzk_cuda_archs()) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(cuzk_cuda_archs()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// The driver version (e.g. 13000) and the number of devices; `Err` with the runtime's reason
@@ -73,7 +87,8 @@ pub fn device(ordinal: usize) -> Result<CudaDevice, String> {
     let mut err = [0 as c_char; 512];
     // SAFETY: `raw` matches `struct cuzk_cuda_device` field for field; the callee zeroes it and
     // NUL-terminates `name` (strncpy of at most 255 bytes into a zeroed 256-byte array).
-    let rc = unsafe { cuzk_cuda_device_info(ordinal as c_int, &mut raw, err.as_mut_ptr(), err.len()) };
+    let rc =
+        unsafe { cuzk_cuda_device_info(ordinal as c_int, &mut raw, err.as_mut_ptr(), err.len()) };
     if rc != 0 {
         return Err(message(&err));
     }

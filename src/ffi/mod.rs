@@ -115,7 +115,8 @@ pub struct cuzk_timeline_event {
 
 /// Timeline callback: `userdata` first. Called from engine worker threads, possibly from
 /// several at once; must not block and must not call back into cuzk's engine functions.
-pub type cuzk_timeline_cb = Option<unsafe extern "C" fn(userdata: *mut c_void, ev: *const cuzk_timeline_event)>;
+pub type cuzk_timeline_cb =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, ev: *const cuzk_timeline_event)>;
 
 fn write_error(err_out: *mut cuzk_error, e: &Error) {
     if err_out.is_null() {
@@ -201,7 +202,12 @@ fn config_from(cfg: *const cuzk_config) -> Result<Config> {
 }
 
 fn running() -> Result<Arc<engine::Engine>> {
-    engine::global().ok_or_else(|| Error::new(Status::NotRunning, "the engine is not running (call cuzk_engine_start)"))
+    engine::global().ok_or_else(|| {
+        Error::new(
+            Status::NotRunning,
+            "the engine is not running (call cuzk_engine_start)",
+        )
+    })
 }
 
 /// Fills `*out` with the default configuration. NULL is ignored.
@@ -373,8 +379,14 @@ pub extern "C" fn cuzk_cancel(job_id: u64, err_out: *mut cuzk_error) -> Status {
 /// `CUZK_STATUS_INVALID_ARGUMENT` for an unknown index, `CUZK_STATUS_UNSUPPORTED` for a device
 /// that cannot leave service (the CPU prover), `CUZK_STATUS_NOT_RUNNING` without an engine.
 #[no_mangle]
-pub extern "C" fn cuzk_device_set_enabled(device: u32, enabled: bool, err_out: *mut cuzk_error) -> Status {
-    boundary(err_out, || running()?.set_device_enabled(device as usize, enabled))
+pub extern "C" fn cuzk_device_set_enabled(
+    device: u32,
+    enabled: bool,
+    err_out: *mut cuzk_error,
+) -> Status {
+    boundary(err_out, || {
+        running()?.set_device_enabled(device as usize, enabled)
+    })
 }
 
 /// State of a job, from `cuzk_poll`.
@@ -466,7 +478,10 @@ pub struct cuzk_engine_report {
 
 /// Writes a snapshot of the running engine to `*out`.
 #[no_mangle]
-pub extern "C" fn cuzk_engine_status(out: *mut cuzk_engine_report, err_out: *mut cuzk_error) -> Status {
+pub extern "C" fn cuzk_engine_status(
+    out: *mut cuzk_engine_report,
+    err_out: *mut cuzk_error,
+) -> Status {
     boundary(err_out, || {
         if out.is_null() {
             return Err(Error::invalid_argument("out is NULL"));
@@ -500,7 +515,11 @@ pub extern "C" fn cuzk_engine_status(out: *mut cuzk_engine_report, err_out: *mut
 /// with every device and resident parameter set (`format` 1) to `*text_out` (UTF-8, not
 /// NUL-terminated; free with `cuzk_bytes_free`).
 #[no_mangle]
-pub extern "C" fn cuzk_engine_metrics(format: u32, text_out: *mut cuzk_bytes, err_out: *mut cuzk_error) -> Status {
+pub extern "C" fn cuzk_engine_metrics(
+    format: u32,
+    text_out: *mut cuzk_bytes,
+    err_out: *mut cuzk_error,
+) -> Status {
     boundary(err_out, || {
         if text_out.is_null() {
             return Err(Error::invalid_argument("text_out is NULL"));
@@ -508,8 +527,13 @@ pub extern "C" fn cuzk_engine_metrics(format: u32, text_out: *mut cuzk_bytes, er
         let s = running()?.status();
         let text = match format {
             0 => s.prometheus(),
-            1 => serde_json::to_string(&s).map_err(|e| Error::internal(format!("status JSON: {e}")))?,
-            f => return Err(Error::invalid_argument(format!("unknown metrics format {f}"))),
+            1 => serde_json::to_string(&s)
+                .map_err(|e| Error::internal(format!("status JSON: {e}")))?,
+            f => {
+                return Err(Error::invalid_argument(format!(
+                    "unknown metrics format {f}"
+                )))
+            }
         };
         write_bytes(text_out, text.into_bytes());
         Ok(())
@@ -586,7 +610,9 @@ pub extern "C" fn cuzk_bytes_free(b: *mut cuzk_bytes) {
     unsafe {
         let v = &mut *b;
         if !v.ptr.is_null() {
-            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(v.ptr, v.len)));
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                v.ptr, v.len,
+            )));
         }
         v.ptr = std::ptr::null_mut();
         v.len = 0;
@@ -613,7 +639,9 @@ pub extern "C" fn cuzk_error_free(e: *mut cuzk_error) {
 /// Static name of a status ("OK", "INVALID_INPUT", ...); "UNKNOWN" for other values.
 #[no_mangle]
 pub extern "C" fn cuzk_status_name(status: i32) -> *const c_char {
-    Status::from_code(status).map_or(c"UNKNOWN", Status::c_name).as_ptr()
+    Status::from_code(status)
+        .map_or(c"UNKNOWN", Status::c_name)
+        .as_ptr()
 }
 
 /// Static version string of the library ("0.1.0").

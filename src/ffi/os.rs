@@ -22,3 +22,21 @@ pub fn set_thread_nice(nice: i32) -> Result<(), String> {
         Ok(())
     }
 }
+
+/// CPU time (user + system) this process has used so far, all threads together.
+pub fn process_cpu_time() -> std::time::Duration {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole rusage into the buffer we own; on failure it is left
+    // zeroed, which reads as no time.
+    let ru = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr());
+        ru.assume_init()
+    };
+    let tv = |t: libc::timeval| {
+        std::time::Duration::new(
+            t.tv_sec.max(0) as u64,
+            (t.tv_usec.clamp(0, 999_999) as u32) * 1000,
+        )
+    };
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

@@ -28,13 +28,19 @@ pub struct ParsedC1 {
 
 fn looks_like_envelope(bytes: &[u8]) -> bool {
     let head = &bytes[..bytes.len().min(256)];
-    head.windows(b"\"Phase1Out\"".len()).any(|w| w == b"\"Phase1Out\"")
-        || head.windows(b"\"SectorNum\"".len()).any(|w| w == b"\"SectorNum\"")
+    head.windows(b"\"Phase1Out\"".len())
+        .any(|w| w == b"\"Phase1Out\"")
+        || head
+            .windows(b"\"SectorNum\"".len())
+            .any(|w| w == b"\"SectorNum\"")
 }
 
 fn parse_raw(bytes: &[u8]) -> Result<SealCommitPhase1Output> {
-    serde_json::from_slice::<SealCommitPhase1Output>(bytes)
-        .map_err(|e| Error::invalid_input(format!("C1 output is not valid SealCommitPhase1Output JSON: {e}")))
+    serde_json::from_slice::<SealCommitPhase1Output>(bytes).map_err(|e| {
+        Error::invalid_input(format!(
+            "C1 output is not valid SealCommitPhase1Output JSON: {e}"
+        ))
+    })
 }
 
 /// Parses C1 output bytes: raw `SealCommitPhase1Output` JSON (as written by serde or by Go's
@@ -106,9 +112,9 @@ pub fn prover_id_from_miner(miner_id: u64) -> [u8; 32] {
 pub fn parse_prover_id_hex(s: &str) -> Result<[u8; 32]> {
     let bytes = hex::decode(s.trim().trim_start_matches("0x"))
         .map_err(|e| Error::invalid_argument(format!("prover id is not hex: {e}")))?;
-    bytes
-        .try_into()
-        .map_err(|v: Vec<u8>| Error::invalid_argument(format!("prover id must be 32 bytes, got {}", v.len())))
+    bytes.try_into().map_err(|v: Vec<u8>| {
+        Error::invalid_argument(format!("prover id must be 32 bytes, got {}", v.len()))
+    })
 }
 
 #[cfg(test)]
@@ -121,19 +127,33 @@ mod tests {
         assert_eq!(prover_id_from_miner(1000)[..3], [0xe8, 0x07, 0]);
         assert_eq!(prover_id_from_miner(0)[..2], [0, 0]);
         let max = prover_id_from_miner(u64::MAX);
-        assert_eq!(max[..10], [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+        assert_eq!(
+            max[..10],
+            [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]
+        );
         assert!(max[10..].iter().all(|b| *b == 0));
     }
 
     #[test]
     fn garbage_is_an_error() {
-        for bad in [&b""[..], b"{", b"null", b"[]", b"{\"registered_proof\":\"Nope\"}", b"\xff\xfe"] {
+        for bad in [
+            &b""[..],
+            b"{",
+            b"null",
+            b"[]",
+            b"{\"registered_proof\":\"Nope\"}",
+            b"\xff\xfe",
+        ] {
             let e = parse_c1(bad).err().expect("must fail");
             assert_eq!(e.status, crate::error::Status::InvalidInput, "{bad:?}: {e}");
         }
-        let e = parse_c1(br#"{"SectorNum":1,"Phase1Out":"!!!","SectorSize":2048}"#).err().unwrap();
+        let e = parse_c1(br#"{"SectorNum":1,"Phase1Out":"!!!","SectorSize":2048}"#)
+            .err()
+            .unwrap();
         assert!(e.message.contains("base64"), "{e}");
-        let e = parse_c1(br#"{"SectorNum":1,"Phase1Out":"e30=","SectorSize":2048}"#).err().unwrap();
+        let e = parse_c1(br#"{"SectorNum":1,"Phase1Out":"e30=","SectorSize":2048}"#)
+            .err()
+            .unwrap();
         assert!(e.message.contains("SealCommitPhase1Output"), "{e}");
     }
 

@@ -126,7 +126,9 @@ pub fn shape_for(proof: RegisteredSealProof, fixture: FixtureShape) -> Result<Sh
         )));
     }
     if proof.major_version() != 1 {
-        return Err(Error::unsupported(format!("{proof:?}: unsupported proof version")));
+        return Err(Error::unsupported(format!(
+            "{proof:?}: unsupported proof version"
+        )));
     }
     let sector_size = sector_size_of(proof);
     let real_partitions = real_partitions(sector_size);
@@ -135,8 +137,16 @@ pub fn shape_for(proof: RegisteredSealProof, fixture: FixtureShape) -> Result<Sh
             "fixture shapes exist only for test sector sizes (2KiB, 8MiB, 512MiB), not {proof:?}"
         )));
     }
-    let partitions = if fixture.partitions == 0 { real_partitions } else { fixture.partitions };
-    let layers = if fixture.layers == 0 { real_layers(sector_size) } else { fixture.layers };
+    let partitions = if fixture.partitions == 0 {
+        real_partitions
+    } else {
+        fixture.partitions
+    };
+    let layers = if fixture.layers == 0 {
+        real_layers(sector_size)
+    } else {
+        fixture.layers
+    };
     if !(1..=64).contains(&partitions) || !(1..=15).contains(&layers) {
         return Err(Error::invalid_argument(format!(
             "fixture shape out of range: {partitions} partitions, {layers} layers"
@@ -176,14 +186,25 @@ pub trait SealCircuits: Send + Sync {
     /// The parameter cache id (without version prefix and extension).
     fn params_id(&self) -> &str;
     /// Synthesizes partition `k`; gives up soon after `abort` turns true.
-    fn synthesize(&self, k: usize, size: Option<CircuitSize>, abort: Option<Arc<AtomicBool>>) -> Result<ProvingAssignment>;
+    fn synthesize(
+        &self,
+        k: usize,
+        size: Option<CircuitSize>,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<ProvingAssignment>;
     /// Public inputs of partition `k`, derived from the job's prover id and sector id.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Reference assignment of partition `k` from bellperson's own `MetricCS` (constraints) and
     /// `WitnessCS` (witness), for equivalence tests.
     fn reference_assignment(&self, k: usize) -> Result<ProvingAssignment>;
     /// Partition `k` proved by bellperson's own prover with fixed `r`, `s`, for equivalence tests.
-    fn bellperson_proof(&self, k: usize, params: &Parameters<Bls12>, r: Fr, s: Fr) -> Result<Proof<Bls12>>;
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>>;
 }
 
 /// File names of a circuit's parameters inside a parameter directory.
@@ -243,7 +264,12 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
         &self.params_id
     }
 
-    fn synthesize(&self, k: usize, size: Option<CircuitSize>, abort: Option<Arc<AtomicBool>>) -> Result<ProvingAssignment> {
+    fn synthesize(
+        &self,
+        k: usize,
+        size: Option<CircuitSize>,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<ProvingAssignment> {
         let circuit = self.circuit(k)?;
         no_panic("synthesis", Status::Proving, || {
             ProvingAssignment::synthesize_abortable(circuit, size, abort)
@@ -278,7 +304,13 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
         ))
     }
 
-    fn bellperson_proof(&self, k: usize, params: &Parameters<Bls12>, r: Fr, s: Fr) -> Result<Proof<Bls12>> {
+    fn bellperson_proof(
+        &self,
+        k: usize,
+        params: &Parameters<Bls12>,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12>> {
         let circuit = self.circuit(k)?;
         groth16::create_proof(circuit, params, r, s)
             .map_err(|e| Error::proving(format!("bellperson create_proof: {e}")))
@@ -291,7 +323,11 @@ pub struct PreparedJob {
     pub proof_type: RegisteredSealProof,
 }
 
-fn check_vanilla_shape<T>(proofs: &[Vec<T>], shape: &Shape, layers_of: impl Fn(&T) -> usize) -> Result<()> {
+fn check_vanilla_shape<T>(
+    proofs: &[Vec<T>],
+    shape: &Shape,
+    layers_of: impl Fn(&T) -> usize,
+) -> Result<()> {
     if proofs.len() != shape.partitions {
         return Err(Error::invalid_input(format!(
             "C1 output has {} partitions of vanilla proofs, the proof type needs {}",
@@ -339,7 +375,9 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
     let comm_d = PieceDomain::try_from_bytes(&c1.comm_d)
         .map_err(|e| Error::from_anyhow(Status::InvalidInput, "comm_d", e))?;
     // The replica id the verifier will derive; it must be the one the vanilla proofs were made for.
-    let replica_id = generate_replica_id::<Tree::Hasher, _>(&prover_id, sector_id, &c1.ticket, comm_d, &porep_id);
+    let replica_id = generate_replica_id::<Tree::Hasher, _>(
+        &prover_id, sector_id, &c1.ticket, comm_d, &porep_id,
+    );
     let c1_replica: Fr = c1.replica_id.into();
     let derived: Fr = replica_id.into();
     if c1_replica != derived {
@@ -356,8 +394,12 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
     };
     // Vanilla proofs are checked before any proving work: a corrupted C1 fails here, in ms.
     let ok = no_panic("vanilla proof verification", Status::InvalidInput, || {
-        StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(&pub_params, &pub_inputs, &proofs)
-            .map_err(|e| Error::from_anyhow(Status::InvalidInput, "vanilla proof verification", e))
+        StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(
+            &pub_params,
+            &pub_inputs,
+            &proofs,
+        )
+        .map_err(|e| Error::from_anyhow(Status::InvalidInput, "vanilla proof verification", e))
     })?;
     if !ok {
         return Err(Error::invalid_input(
@@ -393,7 +435,9 @@ pub fn prepare(
         return Err(Error::invalid_input("Invalid all zero commitment (comm_r)"));
     }
     if c1.seed == [0; 32] {
-        return Err(Error::invalid_input("Invalid porep challenge seed (all zero)"));
+        return Err(Error::invalid_input(
+            "Invalid porep challenge seed (all zero)",
+        ));
     }
     let size = shape.sector_size;
     let mismatch = |name: &str| {
@@ -461,12 +505,17 @@ fn public_params<Tree: 'static + MerkleTreeTrait>(
         .map_err(|e| Error::from_anyhow(Status::Internal, "public parameter setup", e))
 }
 
-fn params_id_tree<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, shape: &Shape) -> Result<String> {
+fn params_id_tree<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredSealProof,
+    shape: &Shape,
+) -> Result<String> {
     let pp = public_params::<Tree>(proof, shape)?;
-    Ok(<StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
-        StackedCircuit<Tree, DefaultPieceHasher>,
-        stacked::PublicParams<Tree>,
-    >>::cache_identifier(&pp))
+    Ok(
+        <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+            StackedCircuit<Tree, DefaultPieceHasher>,
+            stacked::PublicParams<Tree>,
+        >>::cache_identifier(&pp),
+    )
 }
 
 /// The parameter cache id of a proof type (or fixture shape of it).
@@ -482,10 +531,14 @@ pub fn params_id_for(proof: RegisteredSealProof, fixture: FixtureShape) -> Resul
     )?
 }
 
-fn write_atomically(path: &Path, write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>) -> Result<()> {
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
     use std::io::Write;
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::params(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::params(format!("cannot create {}: {e}", dir.display())))?;
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     let res = (|| {
         let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
@@ -512,14 +565,19 @@ fn generate_tree<Tree: 'static + MerkleTreeTrait>(
         StackedCircuit<Tree, DefaultPieceHasher>,
         stacked::PublicParams<Tree>,
     >>::cache_identifier(&pp);
-    let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
+    let circuit =
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(seed);
     let params = groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng)
         .map_err(|e| Error::params(format!("parameter generation failed: {e}")))?;
     // .params last: its presence means the set is complete.
-    write_atomically(&dir.join(storage_proofs_core::parameter_cache::metadata_id(&id)), |w| {
-        serde_json::to_writer(w, &serde_json::json!({ "sector_size": shape.sector_size })).map_err(std::io::Error::other)
-    })?;
+    write_atomically(
+        &dir.join(storage_proofs_core::parameter_cache::metadata_id(&id)),
+        |w| {
+            serde_json::to_writer(w, &serde_json::json!({ "sector_size": shape.sector_size }))
+                .map_err(std::io::Error::other)
+        },
+    )?;
     write_atomically(&vk_path(dir, &id), |w| params.vk.write(w))?;
     write_atomically(&params_path(dir, &id), |w| params.write(w))?;
     Ok(id)
@@ -528,7 +586,12 @@ fn generate_tree<Tree: 'static + MerkleTreeTrait>(
 /// Makes random (test) Groth16 parameters for a proof type or fixture shape in `dir`, in the
 /// standard `.params`/`.vk`/`.meta` form filecoin-proofs reads, unless they already exist.
 /// Returns the parameter id and whether it generated them.
-pub fn ensure_params(proof: RegisteredSealProof, fixture: FixtureShape, dir: &Path, seed: u64) -> Result<(String, bool)> {
+pub fn ensure_params(
+    proof: RegisteredSealProof,
+    fixture: FixtureShape,
+    dir: &Path,
+    seed: u64,
+) -> Result<(String, bool)> {
     let id = params_id_for(proof, fixture)?;
     if params_path(dir, &id).exists() && vk_path(dir, &id).exists() {
         return Ok((id, false));

@@ -16,7 +16,10 @@ use ff::PrimeField;
 use group::{prime::PrimeCurveAffine, Curve};
 use rayon::prelude::*;
 
-use super::{assignment::{CircuitSize, ProvingAssignment}, ProverBackend, StageTimes};
+use super::{
+    assignment::{CircuitSize, ProvingAssignment},
+    ProverBackend, StageTimes,
+};
 use crate::engine::srs::Srs;
 use crate::error::{Error, Result};
 
@@ -54,7 +57,11 @@ pub fn compute_h(
     a.icoset_fft(worker, &mut kern).map_err(synth)?;
     let coeffs = a.into_coeffs();
     let n = coeffs.len() - 1;
-    Ok(coeffs.into_par_iter().take(n).map(|s| s.to_repr()).collect())
+    Ok(coeffs
+        .into_par_iter()
+        .take(n)
+        .map(|s| s.to_repr())
+        .collect())
 }
 
 /// Checks that an assignment matches the parameters it is to be proved with.
@@ -108,7 +115,9 @@ pub fn assemble_proof(
 ) -> Result<Proof<Bls12>> {
     let vk = &params.vk;
     if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
-        return Err(Error::params("parameters have an identity delta (subverted CRS)"));
+        return Err(Error::params(
+            "parameters have an identity delta (subverted CRS)",
+        ));
     }
     let mut g_a = vk.delta_g1 * r;
     g_a.add_assign(&vk.alpha_g1);
@@ -154,7 +163,9 @@ impl ProverBackend for CpuProver {
         times: &mut StageTimes,
     ) -> Result<Proof<Bls12>> {
         let params = srs.params()?;
-        let asg = asg.take().ok_or_else(|| Error::internal("no assignment to prove"))?;
+        let asg = asg
+            .take()
+            .ok_or_else(|| Error::internal("no assignment to prove"))?;
         self.prove_with_params(asg, params, r, s, times)
     }
 }
@@ -188,7 +199,8 @@ impl CpuProver {
         times.ntt_ms = t.elapsed().as_secs_f64() * 1e3;
 
         let t = std::time::Instant::now();
-        let inputs: Arc<Vec<_>> = Arc::new(input_assignment.par_iter().map(|s| s.to_repr()).collect());
+        let inputs: Arc<Vec<_>> =
+            Arc::new(input_assignment.par_iter().map(|s| s.to_repr()).collect());
         drop(input_assignment);
         let aux: Arc<Vec<_>> = Arc::new(aux_assignment.par_iter().map(|s| s.to_repr()).collect());
         drop(aux_assignment);
@@ -204,19 +216,38 @@ impl CpuProver {
         let b_aux_total = b_aux_density.get_total_density();
 
         // a and b bases hold exactly inputs + dense aux points.
-        if params.a.len() != n_inputs + a_aux_total || params.b_g2.len() != b_in_total + b_aux_total {
+        if params.a.len() != n_inputs + a_aux_total || params.b_g2.len() != b_in_total + b_aux_total
+        {
             return Err(Error::proving(
                 "query densities do not match the parameters (different circuit?)",
             ));
         }
         // Bases: h, l; a = [inputs | aux restricted to the A density]; likewise b_g1 / b_g2.
-        let h = multiexp(&worker, (params.h.clone(), 0), FullDensity, h_exps, &mut g1k)
-            .wait()
-            .map_err(ec)?;
-        let l = multiexp(&worker, (params.l.clone(), 0), FullDensity, aux.clone(), &mut g1k)
-            .wait()
-            .map_err(ec)?;
-        let a_in = multiexp(&worker, (params.a.clone(), 0), FullDensity, inputs.clone(), &mut g1k);
+        let h = multiexp(
+            &worker,
+            (params.h.clone(), 0),
+            FullDensity,
+            h_exps,
+            &mut g1k,
+        )
+        .wait()
+        .map_err(ec)?;
+        let l = multiexp(
+            &worker,
+            (params.l.clone(), 0),
+            FullDensity,
+            aux.clone(),
+            &mut g1k,
+        )
+        .wait()
+        .map_err(ec)?;
+        let a_in = multiexp(
+            &worker,
+            (params.a.clone(), 0),
+            FullDensity,
+            inputs.clone(),
+            &mut g1k,
+        );
         let a_aux = multiexp(
             &worker,
             (params.a.clone(), n_inputs),

@@ -26,7 +26,10 @@ use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
 use group::prime::PrimeCurveAffine;
 use parking_lot::Mutex;
 
-use super::{batch_device as gpu_of, cpu::check_size, prove_one_as_batch, ProverBackend, ProvingAssignment, StageTimes};
+use super::{
+    batch_device as gpu_of, cpu::check_size, prove_one_as_batch, ProverBackend, ProvingAssignment,
+    StageTimes,
+};
 use crate::{
     engine::{budget::Reservation, srs::Srs},
     error::{Error, Result, Status},
@@ -36,8 +39,9 @@ use crate::{
 /// What the engine found when it looked for GPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Discovery {
-    /// Usable devices (probe kernel ran on each).
-    Devices(Vec<cuda::CudaDevice>),
+    /// Usable devices (probe kernel ran on each), and how many the CUDA runtime shows this
+    /// process (supraseal spreads a call over all of those).
+    Devices(Vec<cuda::CudaDevice>, usize),
     /// No usable GPU, with the reason (no driver, no device, wrong architecture...).
     None(String),
 }
@@ -56,7 +60,10 @@ pub fn discover() -> Discovery {
     for i in 0..count {
         match cuda::device(i).and_then(|d| cuda::launch_check(i).map(|_| d)) {
             Ok(d) => found.push(d),
-            Err(e) => why.push(format!("device {i}: {e} (kernels built for sm_{})", cuda::built_archs())),
+            Err(e) => why.push(format!(
+                "device {i}: {e} (kernels built for sm_{})",
+                cuda::built_archs()
+            )),
         }
     }
     if found.is_empty() {
@@ -65,7 +72,17 @@ pub fn discover() -> Discovery {
         for w in why {
             log::warn!("cuzk: skipping {w}");
         }
-        Discovery::Devices(found)
+        Discovery::Devices(found, count)
+    }
+}
+
+/// Partitions one supraseal call may take: `per_gpu` per GPU while all `visible` GPUs are
+/// usable; otherwise one per usable GPU (a call of n <= usable circuits stays on GPUs 0..n).
+pub fn call_width(usable: usize, visible: usize, per_gpu: usize) -> usize {
+    if usable >= visible {
+        usable * per_gpu.max(1)
+    } else {
+        usable
     }
 }
 
@@ -75,14 +92,18 @@ struct Loaded {
 }
 
 /// supraseal-c2 on the process's GPUs. supraseal serializes its calls process-wide and spreads
-/// a call's circuits over GPUs 0.. in contiguous runs, so one backend drives every GPU: each
-/// call proves up to `per_gpu` partitions per usable GPU, all at once.
+/// a call of n circuits over the first min(n, visible GPUs) GPUs in contiguous runs, so one
+/// backend drives every GPU: each call proves up to `per_gpu` partitions per GPU, all at once.
+/// While only some of the visible GPUs may be used (a device out of service, or fewer asked
+/// for), a call holds at most one partition per usable GPU, which keeps it on those.
 pub struct SuprasealProver {
     name: &'static str,
     /// Partitions per GPU in one call: supraseal's host-side work (splitting the scalars, the
     /// G2 tail) runs in parallel over a call's partitions and overlaps its GPU work, so a few
     /// per call use the GPU better than one (BENCHMARKS.md, section 4).
     per_gpu: usize,
+    /// GPUs the CUDA runtime shows this process (supraseal's count).
+    visible: usize,
     names: Vec<String>,
     enabled: Vec<AtomicBool>,
     srs: Mutex<HashMap<PathBuf, Arc<Loaded>>>,
@@ -90,23 +111,36 @@ pub struct SuprasealProver {
 
 impl SuprasealProver {
     /// `devices` must be the process's GPUs from ordinal 0 on, in order (supraseal addresses
-    /// them by position).
-    pub fn new(devices: Vec<cuda::CudaDevice>, per_gpu: usize) -> Self {
-        let names: Vec<String> = devices.iter().map(|d| format!("cuda:{}", d.ordinal)).collect();
-        let name: &'static str = Box::leak(if names.len() == 1 { names[0].clone() } else { format!("cuda:0-{}", names.len() - 1) }.into_boxed_str());
+    /// them by position), out of `visible`.
+    pub fn new(devices: Vec<cuda::CudaDevice>, visible: usize, per_gpu: usize) -> Self {
+        let names: Vec<String> = devices
+            .iter()
+            .map(|d| format!("cuda:{}", d.ordinal))
+            .collect();
+        let name: &'static str = Box::leak(
+            if names.len() == 1 {
+                names[0].clone()
+            } else {
+                format!("cuda:0-{}", names.len() - 1)
+            }
+            .into_boxed_str(),
+        );
         SuprasealProver {
             name,
             per_gpu: per_gpu.max(1),
+            visible: visible.max(devices.len()),
             enabled: devices.iter().map(|_| AtomicBool::new(true)).collect(),
             names,
             srs: Mutex::new(HashMap::new()),
         }
     }
 
-
     /// supraseal uses GPUs 0..g for a call: only the leading run of enabled GPUs is usable.
     fn usable_gpus(&self) -> usize {
-        self.enabled.iter().take_while(|e| e.load(Ordering::SeqCst)).count()
+        self.enabled
+            .iter()
+            .take_while(|e| e.load(Ordering::SeqCst))
+            .count()
     }
 
     fn loaded(&self, srs: &Srs) -> Result<Arc<Loaded>> {
@@ -126,8 +160,13 @@ impl SuprasealProver {
             )
         })?;
         let t = Instant::now();
-        let loaded = supraseal_c2::SRS::try_new(srs.path.clone(), true)
-            .map_err(|e| Error::params(format!("loading {} for the GPU: {}", srs.path.display(), String::from(e))))?;
+        let loaded = supraseal_c2::SRS::try_new(srs.path.clone(), true).map_err(|e| {
+            Error::params(format!(
+                "loading {} for the GPU: {}",
+                srs.path.display(),
+                String::from(e)
+            ))
+        })?;
         log::info!(
             "{}: parameters {} in pinned memory in {:.0} ms",
             self.name,
@@ -157,11 +196,11 @@ impl ProverBackend for SuprasealProver {
     }
 
     fn max_batch(&self) -> usize {
-        self.usable_gpus() * self.per_gpu
+        call_width(self.usable_gpus(), self.visible, self.per_gpu)
     }
 
     fn device_for(&self, i: usize, n: usize) -> usize {
-        gpu_of(i, n, self.usable_gpus())
+        gpu_of(i, n, self.visible)
     }
 
     fn set_enabled(&self, device: usize, on: bool) -> bool {
@@ -204,13 +243,20 @@ impl ProverBackend for SuprasealProver {
             let mut out = Vec::with_capacity(n);
             for start in (0..n).step_by(width) {
                 let end = (start + width).min(n);
-                out.extend(self.prove_batch(&mut asgs[start..end], srs, &rs[start..end], &ss[start..end], &mut times[start..end]));
+                out.extend(self.prove_batch(
+                    &mut asgs[start..end],
+                    srs,
+                    &rs[start..end],
+                    &ss[start..end],
+                    &mut times[start..end],
+                ));
             }
             return out;
         }
         let t = Instant::now();
-        let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> = (0..n).map(|_| None).collect();
-        let gpus = self.usable_gpus().max(1);
+        let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> =
+            (0..n).map(|_| None).collect();
+        let gpus = self.visible;
         let loaded = self.loaded(srs);
         // Which items go to the GPUs; the others get their error now. Assignments are only
         // read: after an error the engine proves them again elsewhere.
@@ -292,7 +338,36 @@ impl ProverBackend for SuprasealProver {
                 ));
             }
         }
-        results.into_iter().map(|r| r.expect("every item has a result")).collect()
+        results
+            .into_iter()
+            .map(|r| r.expect("every item has a result"))
+            .collect()
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::{call_width, gpu_of};
+
+    #[test]
+    fn calls_stay_on_usable_gpus() {
+        assert_eq!(call_width(1, 1, 4), 4);
+        assert_eq!(call_width(2, 2, 4), 8);
+        // One of two GPUs usable (the other out of service, or not asked for): one partition
+        // per call, which supraseal puts on GPU 0.
+        assert_eq!(call_width(1, 2, 4), 1);
+        assert_eq!(call_width(0, 2, 4), 0);
+        assert_eq!(call_width(3, 4, 4), 3);
+        for usable in 0..=4 {
+            for per_gpu in 1..=4 {
+                let n = call_width(usable, 4, per_gpu);
+                for i in 0..n {
+                    assert!(
+                        gpu_of(i, n, 4) < usable.max(1),
+                        "usable {usable} per_gpu {per_gpu}: item {i} of {n}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -110,8 +110,11 @@ pub fn prove_one_as_batch<B: ProverBackend + ?Sized>(
     let res = backend.prove_batch(&mut one, srs, &[r], &[s], &mut t).pop();
     *asg = one[0].take();
     *times = t[0];
-    res.map(|(_, r)| r)
-        .unwrap_or_else(|| Err(crate::error::Error::internal("the backend returned no result")))
+    res.map(|(_, r)| r).unwrap_or_else(|| {
+        Err(crate::error::Error::internal(
+            "the backend returned no result",
+        ))
+    })
 }
 
 /// The device (of `g`) that item `i` of a batch of `n` runs on, the way supraseal-c2 spreads a
@@ -134,10 +137,19 @@ mod tests {
     #[test]
     fn circuits_map_to_gpus_like_supraseal() {
         // n = 5 on 2 GPUs: 3 then 2.
-        assert_eq!((0..5).map(|i| gpu_of(i, 5, 2)).collect::<Vec<_>>(), [0, 0, 0, 1, 1]);
+        assert_eq!(
+            (0..5).map(|i| gpu_of(i, 5, 2)).collect::<Vec<_>>(),
+            [0, 0, 0, 1, 1]
+        );
         assert_eq!((0..2).map(|i| gpu_of(i, 2, 2)).collect::<Vec<_>>(), [0, 1]);
         assert_eq!((0..1).map(|i| gpu_of(i, 1, 2)).collect::<Vec<_>>(), [0]);
-        assert_eq!((0..4).map(|i| gpu_of(i, 4, 1)).collect::<Vec<_>>(), [0, 0, 0, 0]);
-        assert_eq!((0..7).map(|i| gpu_of(i, 7, 3)).collect::<Vec<_>>(), [0, 0, 0, 1, 1, 2, 2]);
+        assert_eq!(
+            (0..4).map(|i| gpu_of(i, 4, 1)).collect::<Vec<_>>(),
+            [0, 0, 0, 0]
+        );
+        assert_eq!(
+            (0..7).map(|i| gpu_of(i, 7, 3)).collect::<Vec<_>>(),
+            [0, 0, 0, 1, 1, 2, 2]
+        );
     }
 }

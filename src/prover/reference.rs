@@ -8,7 +8,11 @@ use ff::Field;
 
 use super::ProvingAssignment;
 
-fn mark(lc: &bellperson::LinearCombination<Fr>, inputs: Option<&mut DensityTracker>, aux: &mut DensityTracker) {
+fn mark(
+    lc: &bellperson::LinearCombination<Fr>,
+    inputs: Option<&mut DensityTracker>,
+    aux: &mut DensityTracker,
+) {
     let mut inputs = inputs;
     for (var, coeff) in lc.iter() {
         if bool::from(coeff.is_zero()) {
@@ -27,7 +31,11 @@ fn mark(lc: &bellperson::LinearCombination<Fr>, inputs: Option<&mut DensityTrack
 
 /// Builds the assignment bellperson's prover would hold for a circuit whose constraints
 /// (without the trailing `input * 0 = 0` ones) and witness are given.
-pub fn assignment_from(constraints: &[Constraint<Fr>], inputs: Vec<Fr>, aux: Vec<Fr>) -> ProvingAssignment {
+pub fn assignment_from(
+    constraints: &[Constraint<Fr>],
+    inputs: Vec<Fr>,
+    aux: Vec<Fr>,
+) -> ProvingAssignment {
     let mut pa = ProvingAssignment::default();
     for _ in &inputs {
         pa.b_input_density.add_element();

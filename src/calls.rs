@@ -1,0 +1,197 @@
+//! Prover call benchmark: the cost of one prover call with nothing else running. A few
+//! partitions of a real C1 output are synthesized once; then the chosen backend proves them in
+//! calls of each requested width, several times, and every proof is verified. For each width it
+//! reports the call's wall time, the time per partition, and the host CPU time the call used
+//! (all threads of the process), which for a GPU backend is the part of the proof left on the
+//! CPU. `cuzk bench calls` prints it.
+
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use bellperson::groth16::verify_proof;
+use blstrs::Scalar as Fr;
+use ff::Field;
+use rand::SeedableRng;
+use rayon::prelude::*;
+
+use crate::{
+    engine::{self, budget::Budget, srs::SrsCache},
+    error::{Error, Result, Status},
+    ffi::os::process_cpu_time,
+    porep::{self, FixtureShape},
+    prover::{ProvingAssignment, StageTimes},
+};
+
+/// What to measure.
+pub struct CallsSpec {
+    /// C1 output bytes (raw JSON or Commit2In envelope).
+    pub c1: Vec<u8>,
+    pub prover_id: [u8; 32],
+    pub sector_id: u64,
+    pub shape: FixtureShape,
+    /// As in `CUZK_DEVICES`: auto, cpu, or a number of GPUs.
+    pub devices: String,
+    /// Partitions per call, one row each.
+    pub widths: Vec<usize>,
+    /// Calls per width.
+    pub reps: usize,
+    pub params_dir: PathBuf,
+}
+
+/// One width's measurements.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CallRow {
+    /// Partitions per call.
+    pub width: usize,
+    /// Devices the backend spread the call over.
+    pub devices_used: usize,
+    pub calls: usize,
+    pub call_ms_min: f64,
+    pub call_ms_mean: f64,
+    /// Mean call time divided by the width.
+    pub ms_per_partition: f64,
+    /// Process CPU time (user + system, all threads) per partition during the calls.
+    pub cpu_ms_per_partition: f64,
+}
+
+/// What `run` measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CallsReport {
+    pub backend: String,
+    pub devices: Vec<String>,
+    pub constraints: usize,
+    pub synthesized: usize,
+    pub synth_ms: f64,
+    pub rows: Vec<CallRow>,
+}
+
+/// Synthesizes the largest width's partitions once (in parallel), then times `reps` calls of
+/// each width on the first backend `devices` selects. Fails if any proof does not verify.
+pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
+    if spec.widths.is_empty() || spec.widths.contains(&0) {
+        return Err(Error::invalid_argument(
+            "widths must be one or more numbers above 0",
+        ));
+    }
+    if spec.reps == 0 {
+        return Err(Error::invalid_argument("reps must be above 0"));
+    }
+    let parsed = porep::parse_c1(&spec.c1)?;
+    let prepared = porep::prepare(parsed.c1, spec.prover_id, spec.sector_id, spec.shape)?;
+    let circuits = prepared.circuits;
+    let budget = Budget::new(engine::budget::default_budget());
+    let srs = SrsCache::new(spec.params_dir.clone()).get(circuits.params_id(), &budget)?;
+    let widest = *spec.widths.iter().max().expect("not empty");
+    let backend = engine::select_backends(&spec.devices, widest)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::internal("no prover backend"))?;
+    backend.prepare(&srs)?;
+    let partitions = circuits.shape().partitions;
+
+    let t = Instant::now();
+    let synthesized: Vec<(usize, ProvingAssignment)> = (0..widest)
+        .into_par_iter()
+        .map(|i| {
+            let k = i % partitions;
+            circuits.synthesize(k, Some(srs.size), None).map(|a| (k, a))
+        })
+        .collect::<Result<_>>()?;
+    let synth_ms = t.elapsed().as_secs_f64() * 1e3;
+    let inputs: Vec<Vec<Fr>> = (0..partitions)
+        .map(|k| circuits.public_inputs(k))
+        .collect::<Result<_>>()?;
+    let constraints = synthesized[0].1.a.len();
+    let (ks, originals): (Vec<usize>, Vec<ProvingAssignment>) = synthesized.into_iter().unzip();
+    // A backend that consumes assignments (the CPU prover) gets fresh copies before each call,
+    // outside the timed part; the GPU backend only reads them.
+    let mut asgs: Vec<Option<ProvingAssignment>> = vec![None; widest];
+
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(0xca11);
+    let mut rows = Vec::new();
+    for &width in &spec.widths {
+        let mut walls = Vec::with_capacity(spec.reps);
+        let mut cpu = Duration::ZERO;
+        let mut used = std::collections::BTreeSet::new();
+        for _ in 0..spec.reps {
+            let rs: Vec<Fr> = (0..width).map(|_| Fr::random(&mut rng)).collect();
+            let ss: Vec<Fr> = (0..width).map(|_| Fr::random(&mut rng)).collect();
+            let mut times = vec![StageTimes::default(); width];
+            for (slot, original) in asgs.iter_mut().zip(&originals).take(width) {
+                if slot.is_none() {
+                    *slot = Some(original.clone());
+                }
+            }
+            let cpu0 = process_cpu_time();
+            let t = Instant::now();
+            let results = porep::no_panic("prover call", Status::Proving, || {
+                Ok(backend.prove_batch(&mut asgs[..width], &srs, &rs, &ss, &mut times))
+            })?;
+            walls.push(t.elapsed().as_secs_f64() * 1e3);
+            cpu += process_cpu_time().saturating_sub(cpu0);
+            if results.len() != width {
+                return Err(Error::internal(format!(
+                    "{} results for a call of {width}",
+                    results.len()
+                )));
+            }
+            for (i, (dev, proof)) in results.into_iter().enumerate() {
+                let proof = proof?;
+                used.insert(dev);
+                if !verify_proof(&srs.pvk, &proof, &inputs[ks[i]]).unwrap_or(false) {
+                    return Err(Error::new(
+                        Status::VerifyFailed,
+                        format!("partition {} proved on device {dev} in a call of {width} does not verify", ks[i]),
+                    ));
+                }
+            }
+        }
+        let mean = walls.iter().sum::<f64>() / walls.len() as f64;
+        rows.push(CallRow {
+            width,
+            devices_used: used.len(),
+            calls: walls.len(),
+            call_ms_min: walls.iter().cloned().fold(f64::INFINITY, f64::min),
+            call_ms_mean: mean,
+            ms_per_partition: mean / width as f64,
+            cpu_ms_per_partition: cpu.as_secs_f64() * 1e3 / (width * walls.len()) as f64,
+        });
+    }
+    Ok(CallsReport {
+        backend: backend.name().to_string(),
+        devices: backend.devices(),
+        constraints,
+        synthesized: widest,
+        synth_ms,
+        rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_widths_and_reps_are_argument_errors() {
+        let spec = |widths: Vec<usize>, reps| CallsSpec {
+            c1: Vec::new(),
+            prover_id: [0; 32],
+            sector_id: 1,
+            shape: FixtureShape::default(),
+            devices: "cpu".into(),
+            widths,
+            reps,
+            params_dir: PathBuf::from("."),
+        };
+        for s in [spec(vec![], 1), spec(vec![1, 0], 1), spec(vec![1], 0)] {
+            assert_eq!(run(&s).unwrap_err().status, Status::InvalidArgument);
+        }
+        // Past the arguments, bad input is reported as such.
+        assert_eq!(
+            run(&spec(vec![1], 1)).unwrap_err().status,
+            Status::InvalidInput
+        );
+    }
+}
