@@ -14,7 +14,13 @@ use std::env;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=kernels");
-    for v in ["NVCC", "CUDA_HOME", "CUDA_PATH", "CUZK_CUDA_ARCHS", "NVCC_APPEND_FLAGS"] {
+    for v in [
+        "NVCC",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "CUZK_CUDA_ARCHS",
+        "NVCC_APPEND_FLAGS",
+    ] {
         println!("cargo:rerun-if-env-changed={v}");
     }
     if env::var_os("CARGO_FEATURE_CUDA").is_none() {
@@ -71,13 +77,25 @@ mod cuda {
         // cc picks nvcc up from NVCC when building CUDA.
         env::set_var("NVCC", &nvcc);
         // No -G (device debug code is many times slower).
-        b.cuda(true).cudart("static").debug(false).opt_level(3).file("kernels/probe.cu");
+        b.cuda(true)
+            .cudart("static")
+            .debug(false)
+            .opt_level(3)
+            .file("kernels/probe.cu");
         for a in &archs {
-            b.flag("-gencode").flag(format!("arch=compute_{a},code=sm_{a}"));
+            b.flag("-gencode")
+                .flag(format!("arch=compute_{a},code=sm_{a}"));
         }
-        let top = archs.iter().max_by_key(|a| a.parse::<u32>().unwrap()).unwrap();
-        b.flag("-gencode").flag(format!("arch=compute_{top},code=compute_{top}"));
-        b.define("CUZK_CUDA_ARCHS", Some(format!("\"{}\"", archs.join(",")).as_str()));
+        let top = archs
+            .iter()
+            .max_by_key(|a| a.parse::<u32>().unwrap())
+            .unwrap();
+        b.flag("-gencode")
+            .flag(format!("arch=compute_{top},code=compute_{top}"));
+        b.define(
+            "CUZK_CUDA_ARCHS",
+            Some(format!("\"{}\"", archs.join(",")).as_str()),
+        );
         b.compile("cuzk_kernels");
         // cudart_static lives in lib64 (toolkit) or lib (pip wheels).
         if let Some(root) = nvcc.parent().and_then(|p| p.parent()) {

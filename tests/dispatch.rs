@@ -40,7 +40,11 @@ impl ProverBackend for SimTwo {
         vec!["sim:0".into(), "sim:1".into()]
     }
     fn max_batch(&self) -> usize {
-        self.0.enabled.iter().filter(|e| e.load(Ordering::SeqCst)).count()
+        self.0
+            .enabled
+            .iter()
+            .filter(|e| e.load(Ordering::SeqCst))
+            .count()
     }
     fn set_enabled(&self, device: usize, on: bool) -> bool {
         self.0.enabled[device].store(on, Ordering::SeqCst);
@@ -67,8 +71,15 @@ impl ProverBackend for SimTwo {
         ss: &[Fr],
         times: &mut [StageTimes],
     ) -> Vec<(usize, cuzk::Result<Proof<Bls12>>)> {
-        let devs: Vec<usize> = (0..2).filter(|&d| self.0.enabled[d].load(Ordering::SeqCst)).collect();
-        assert!(asgs.len() <= devs.len(), "batch of {} for {} devices", asgs.len(), devs.len());
+        let devs: Vec<usize> = (0..2)
+            .filter(|&d| self.0.enabled[d].load(Ordering::SeqCst))
+            .collect();
+        assert!(
+            asgs.len() <= devs.len(),
+            "batch of {} for {} devices",
+            asgs.len(),
+            devs.len()
+        );
         (0..asgs.len())
             .map(|i| {
                 let d = devs[i];
@@ -90,10 +101,16 @@ impl ProverBackend for SimTwo {
 
 #[test]
 fn failed_device_partitions_finish_elsewhere_and_verify() {
-    let shape = FixtureShape { partitions: 2, layers: 0 };
+    let shape = FixtureShape {
+        partitions: 2,
+        layers: 0,
+    };
     let (spec, _, c1) = common::fixture(shape);
     let shared = Arc::new(Shared::default());
-    shared.enabled.iter().for_each(|e| e.store(true, Ordering::SeqCst));
+    shared
+        .enabled
+        .iter()
+        .for_each(|e| e.store(true, Ordering::SeqCst));
     // The first partition given to device 0 fails.
     shared.fail_next[0].store(1, Ordering::SeqCst);
     let engine = Engine::start_with_backends(
@@ -118,14 +135,30 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
     let out = engine.prove(req.clone()).unwrap();
     assert!(out.verified);
     assert_eq!(out.proof.len(), 2 * cuzk::PROOF_BYTES);
-    assert!(cuzk::fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof).unwrap());
+    assert!(cuzk::fixture::verify_with_filecoin_proofs(
+        &c1,
+        spec.prover_id(),
+        spec.sector_id,
+        &out.proof
+    )
+    .unwrap());
     let log = shared.log.lock().unwrap().clone();
     assert_eq!(log.iter().filter(|(_, ok)| !ok).count(), 1, "{log:?}");
     assert_eq!(log[0], (0, false), "{log:?}");
     let st = engine.status();
     assert_eq!(st.cpu_retries, 1);
-    assert!(st.prometheus().contains("cuzk_partitions_cpu_retried_total 1"));
-    assert!(st.devices.iter().map(|d| d.consecutive_failures).sum::<u32>() <= 1, "{:?}", st.devices);
+    assert!(st
+        .prometheus()
+        .contains("cuzk_partitions_cpu_retried_total 1"));
+    assert!(
+        st.devices
+            .iter()
+            .map(|d| d.consecutive_failures)
+            .sum::<u32>()
+            <= 1,
+        "{:?}",
+        st.devices
+    );
 
     // Device 0 out of service mid-run: job 2 goes to device 1 only.
     engine.set_device_enabled(0, false).unwrap();
@@ -133,11 +166,29 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
     shared.log.lock().unwrap().clear();
     let out = engine.prove(req.clone()).unwrap();
     assert!(out.verified);
-    assert!(out.partitions.iter().all(|p| p.device == 1), "{:?}", out.partitions);
-    assert!(cuzk::fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof).unwrap());
-    assert!(shared.log.lock().unwrap().iter().all(|&(d, ok)| d == 1 && ok));
+    assert!(
+        out.partitions.iter().all(|p| p.device == 1),
+        "{:?}",
+        out.partitions
+    );
+    assert!(cuzk::fixture::verify_with_filecoin_proofs(
+        &c1,
+        spec.prover_id(),
+        spec.sector_id,
+        &out.proof
+    )
+    .unwrap());
+    assert!(shared
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|&(d, ok)| d == 1 && ok));
 
     // Bad device index: a clear error.
-    assert_eq!(engine.set_device_enabled(7, false).unwrap_err().status, Status::InvalidArgument);
+    assert_eq!(
+        engine.set_device_enabled(7, false).unwrap_err().status,
+        Status::InvalidArgument
+    );
     engine.shutdown();
 }

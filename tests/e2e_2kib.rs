@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use cuzk::{
     engine::{Config, Engine, JobRequest},
-    timeline::EventKind,
     fixture,
     porep::{self, FixtureShape},
+    timeline::EventKind,
     Status,
 };
 
@@ -42,9 +42,13 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
     e.add_timeline_sink(std::sync::Arc::new(move |ev: &cuzk::timeline::Event| {
         let _ = tx.lock().unwrap().send(ev.clone());
     }));
-    let doomed = e.submit(req(&c1, spec.sector_id, spec.prover_id())).unwrap();
+    let doomed = e
+        .submit(req(&c1, spec.sector_id, spec.prover_id()))
+        .unwrap();
     let next = |kind| loop {
-        let ev = rx.recv_timeout(Duration::from_secs(120)).expect("timeline event");
+        let ev = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("timeline event");
         if ev.job == doomed && ev.kind == kind {
             break ev;
         }
@@ -54,24 +58,56 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
     e.cancel(doomed).unwrap();
     let end = next(EventKind::SynthEnd);
     assert_eq!(end.detail, "aborted");
-    assert!(t0.elapsed() < Duration::from_secs(2), "abort took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "abort took {:?}",
+        t0.elapsed()
+    );
     let err = e.await_job(doomed, None).unwrap_err();
     assert_eq!(err.status, Status::Cancelled, "{err}");
-    assert_eq!(e.await_job(doomed, None).unwrap_err().status, Status::NotFound);
+    assert_eq!(
+        e.await_job(doomed, None).unwrap_err().status,
+        Status::NotFound
+    );
 
-    let id = e.submit(req(&c1, spec.sector_id, spec.prover_id())).unwrap();
+    let id = e
+        .submit(req(&c1, spec.sector_id, spec.prover_id()))
+        .unwrap();
     // A short wait times out and leaves the job running.
-    assert_eq!(e.await_job(id, Some(Duration::from_millis(1))).unwrap_err().status, Status::Timeout);
+    assert_eq!(
+        e.await_job(id, Some(Duration::from_millis(1)))
+            .unwrap_err()
+            .status,
+        Status::Timeout
+    );
     let out = e.await_job(id, None).unwrap();
     assert_eq!(out.proof.len(), 192);
     assert!(out.verified, "self-check must have run");
     assert_eq!(out.partitions.len(), 1);
     assert!(out.partitions[0].synth_ms > 0.0 && out.partitions[0].prove_ms > 0.0);
 
-    assert!(fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof).unwrap());
+    assert!(fixture::verify_with_filecoin_proofs(
+        &c1,
+        spec.prover_id(),
+        spec.sector_id,
+        &out.proof
+    )
+    .unwrap());
     // The same proof for another sector, or another miner, is rejected.
-    assert!(!fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id + 1, &out.proof).unwrap());
-    assert!(!fixture::verify_with_filecoin_proofs(&c1, porep::prover_id_from_miner(1001), spec.sector_id, &out.proof).unwrap());
+    assert!(!fixture::verify_with_filecoin_proofs(
+        &c1,
+        spec.prover_id(),
+        spec.sector_id + 1,
+        &out.proof
+    )
+    .unwrap());
+    assert!(!fixture::verify_with_filecoin_proofs(
+        &c1,
+        porep::prover_id_from_miner(1001),
+        spec.sector_id,
+        &out.proof
+    )
+    .unwrap());
     // A corrupted proof is rejected.
     for i in [0usize, 50, 100, 150, 191] {
         let mut bad = out.proof.clone();
@@ -81,10 +117,24 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
     }
     let st = e.status();
     assert_eq!((st.completed, st.cancelled, st.failed), (1, 1, 0));
-    assert_eq!(st.memory_reserved, st.resident_params.len() as u64 * std::fs::metadata(porep::params_path(&common::params_dir(), &st.resident_params[0])).unwrap().len());
+    assert_eq!(
+        st.memory_reserved,
+        st.resident_params.len() as u64
+            * std::fs::metadata(porep::params_path(
+                &common::params_dir(),
+                &st.resident_params[0]
+            ))
+            .unwrap()
+            .len()
+    );
     e.shutdown();
     e.shutdown();
-    assert_eq!(e.submit(req(&c1, spec.sector_id, spec.prover_id())).unwrap_err().status, Status::NotRunning);
+    assert_eq!(
+        e.submit(req(&c1, spec.sector_id, spec.prover_id()))
+            .unwrap_err()
+            .status,
+        Status::NotRunning
+    );
 }
 
 fn edit_json(c1: &[u8], f: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
@@ -107,9 +157,17 @@ fn bad_inputs_fail_with_clear_errors() {
     check(b"", sid, pid, Status::InvalidInput, "empty");
     check(b"not json", sid, pid, Status::InvalidInput, "JSON");
     check(&c1[..c1.len() / 2], sid, pid, Status::InvalidInput, "JSON");
-    check(&c1, sid, porep::prover_id_from_miner(1001), Status::InvalidInput, "replica id");
+    check(
+        &c1,
+        sid,
+        porep::prover_id_from_miner(1001),
+        Status::InvalidInput,
+        "replica id",
+    );
     check(&c1, sid + 1, pid, Status::InvalidInput, "replica id");
-    let bad = edit_json(&c1, |v| v["registered_proof"] = "StackedDrg2KiBV1_2_Feat_NonInteractivePoRep".into());
+    let bad = edit_json(&c1, |v| {
+        v["registered_proof"] = "StackedDrg2KiBV1_2_Feat_NonInteractivePoRep".into()
+    });
     check(&bad, sid, pid, Status::Unsupported, "non-interactive");
     let bad = edit_json(&c1, |v| v["registered_proof"] = "StackedDrg8MiBV1_1".into());
     check(&bad, sid, pid, Status::InvalidInput, "2KiB");
@@ -117,11 +175,17 @@ fn bad_inputs_fail_with_clear_errors() {
     check(&bad, sid, pid, Status::InvalidInput, "JSON");
     let bad = edit_json(&c1, |v| {
         let p = v["vanilla_proofs"]["StackedDrg2KiBV1"][0].clone();
-        v["vanilla_proofs"]["StackedDrg2KiBV1"].as_array_mut().unwrap().push(p);
+        v["vanilla_proofs"]["StackedDrg2KiBV1"]
+            .as_array_mut()
+            .unwrap()
+            .push(p);
     });
     check(&bad, sid, pid, Status::InvalidInput, "2 partitions");
     let bad = edit_json(&c1, |v| {
-        v["vanilla_proofs"]["StackedDrg2KiBV1"][0].as_array_mut().unwrap().pop();
+        v["vanilla_proofs"]["StackedDrg2KiBV1"][0]
+            .as_array_mut()
+            .unwrap()
+            .pop();
     });
     check(&bad, sid, pid, Status::InvalidInput, "challenge proofs");
     let bad = edit_json(&c1, |v| v["seed"] = serde_json::json!(vec![0u8; 32]));
@@ -129,29 +193,51 @@ fn bad_inputs_fail_with_clear_errors() {
     let bad = edit_json(&c1, |v| v["comm_r"] = serde_json::json!(vec![0u8; 32]));
     check(&bad, sid, pid, Status::InvalidInput, "comm_r");
     let bad = edit_json(&c1, |v| v["comm_r"][3] = 99.into());
-    check(&bad, sid, pid, Status::InvalidInput, "vanilla proofs do not verify");
+    check(
+        &bad,
+        sid,
+        pid,
+        Status::InvalidInput,
+        "vanilla proofs do not verify",
+    );
     let bad = edit_json(&c1, |v| v["seed"][0] = 1.into());
-    check(&bad, sid, pid, Status::InvalidInput, "vanilla proofs do not verify");
+    check(
+        &bad,
+        sid,
+        pid,
+        Status::InvalidInput,
+        "vanilla proofs do not verify",
+    );
     let bad = edit_json(&c1, |v| {
         let lp = &mut v["vanilla_proofs"]["StackedDrg2KiBV1"][0][0]["labeling_proofs"];
         lp.as_array_mut().unwrap().pop();
     });
     check(&bad, sid, pid, Status::InvalidInput, "layers");
     let bad = edit_json(&c1, |v| {
-        v["vanilla_proofs"]["StackedDrg2KiBV1"][0][0]["comm_d_proofs"] = serde_json::json!({"data": 5});
+        v["vanilla_proofs"]["StackedDrg2KiBV1"][0][0]["comm_d_proofs"] =
+            serde_json::json!({"data": 5});
     });
     check(&bad, sid, pid, Status::InvalidInput, "JSON");
     // Fixture shapes are refused for production sector sizes and out of range.
     let mut r = req(&c1, sid, pid);
-    r.fixture = FixtureShape { partitions: 200, layers: 0 };
+    r.fixture = FixtureShape {
+        partitions: 200,
+        layers: 0,
+    };
     assert_eq!(e.submit(r).unwrap_err().status, Status::InvalidArgument);
     // A job whose working set cannot fit the budget fails alone, with a clear error.
-    let small = engine(Config { memory_budget: 64 << 20, ..Config::default() });
+    let small = engine(Config {
+        memory_budget: 64 << 20,
+        ..Config::default()
+    });
     let id = small.submit(req(&c1, sid, pid)).unwrap();
     let err = small.await_job(id, None).unwrap_err();
     assert_eq!(err.status, Status::ResourceExhausted, "{err}");
     // Unknown jobs.
-    assert_eq!(e.await_job(9999, None).unwrap_err().status, Status::NotFound);
+    assert_eq!(
+        e.await_job(9999, None).unwrap_err().status,
+        Status::NotFound
+    );
     assert_eq!(e.cancel(9999).unwrap_err().status, Status::NotFound);
 }
 
@@ -168,16 +254,29 @@ fn commit2in_envelope_is_the_same_job() {
     let a = porep::parse_c1(&bytes).unwrap();
     let b = porep::parse_c1(&c1).unwrap();
     assert_eq!(a.envelope_sector, Some(spec.sector_id));
-    assert_eq!(serde_json::to_vec(&a.c1).unwrap(), serde_json::to_vec(&b.c1).unwrap());
+    assert_eq!(
+        serde_json::to_vec(&a.c1).unwrap(),
+        serde_json::to_vec(&b.c1).unwrap()
+    );
     let e = engine(Config::default());
-    let err = e.submit(req(&bytes, spec.sector_id + 5, spec.prover_id())).unwrap_err();
+    let err = e
+        .submit(req(&bytes, spec.sector_id + 5, spec.prover_id()))
+        .unwrap_err();
     assert!(err.message.contains("SectorNum"), "{err}");
     let mut wrong = env.clone();
     wrong["SectorSize"] = 8388608.into();
-    let err = e.submit(req(&serde_json::to_vec(&wrong).unwrap(), spec.sector_id, spec.prover_id())).unwrap_err();
+    let err = e
+        .submit(req(
+            &serde_json::to_vec(&wrong).unwrap(),
+            spec.sector_id,
+            spec.prover_id(),
+        ))
+        .unwrap_err();
     assert!(err.message.contains("SectorSize"), "{err}");
     // Valid envelope: accepted, then cancelled (the proof itself is covered above).
-    let id = e.submit(req(&bytes, spec.sector_id, spec.prover_id())).unwrap();
+    let id = e
+        .submit(req(&bytes, spec.sector_id, spec.prover_id()))
+        .unwrap();
     e.cancel(id).unwrap();
     assert_eq!(e.await_job(id, None).unwrap_err().status, Status::Cancelled);
 }
@@ -211,11 +310,16 @@ impl cuzk::prover::ProverBackend for Corrupting {
 fn self_check_catches_a_wrong_proof() {
     let (spec, _, c1) = common::fixture(FixtureShape::default());
     let e = Engine::start_with_backends(
-        Config { params_dir: common::params_dir(), ..Config::default() },
+        Config {
+            params_dir: common::params_dir(),
+            ..Config::default()
+        },
         vec![Box::new(Corrupting)],
     )
     .unwrap();
-    let err = e.prove(req(&c1, spec.sector_id, spec.prover_id())).unwrap_err();
+    let err = e
+        .prove(req(&c1, spec.sector_id, spec.prover_id()))
+        .unwrap_err();
     assert_eq!(err.status, Status::VerifyFailed, "{err}");
     assert_eq!(e.status().devices[0].name, "corrupting");
     assert_eq!(e.status().failed, 1);

@@ -22,13 +22,19 @@ fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
     // The real 2KiB fixture first (filecoin-proofs' tables untouched), then the 2-partition one
     // (which edits them in this process).
     let (real_spec, _, real_c1) = common::fixture(FixtureShape::default());
-    let shape = FixtureShape { partitions: 2, layers: 0 };
+    let shape = FixtureShape {
+        partitions: 2,
+        layers: 0,
+    };
     let (spec, rep, c1) = common::fixture(shape);
 
     // A parameter directory holding only the fixture shape's files: the real 2KiB job, whose
     // parameters are missing there, must fail alone.
     let dir = tempfile::tempdir().unwrap();
-    for p in [porep::params_path(&common::params_dir(), &rep.params_id), porep::vk_path(&common::params_dir(), &rep.params_id)] {
+    for p in [
+        porep::params_path(&common::params_dir(), &rep.params_id),
+        porep::vk_path(&common::params_dir(), &rep.params_id),
+    ] {
         std::os::unix::fs::symlink(&p, dir.path().join(p.file_name().unwrap())).unwrap();
     }
     let budget = 6u64 << 30;
@@ -73,10 +79,19 @@ fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
     engine.shutdown();
 
     // filecoin-proofs (with the fixture's table in this process) accepts it; tampering fails.
-    assert!(fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof).unwrap());
+    assert!(fixture::verify_with_filecoin_proofs(
+        &c1,
+        spec.prover_id(),
+        spec.sector_id,
+        &out.proof
+    )
+    .unwrap());
     let mut swapped = out.proof[192..].to_vec();
     swapped.extend_from_slice(&out.proof[..192]);
-    assert_eq!(fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &swapped), Ok(false));
+    assert_eq!(
+        fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &swapped),
+        Ok(false)
+    );
 
     // Timeline of the good job: every partition's events, in order.
     let evs = events.lock().unwrap().clone();
@@ -84,8 +99,13 @@ fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
     // Per-partition dispatch: partition 0 is being proved before partition 1's synthesis ends
     // (one synthesis worker, so they cannot have been synthesized together).
     assert!(times[0][4] < times[1][1]);
-    let done: Vec<_> = evs.iter().filter(|e| e.job == good && e.kind == EventKind::JobDone).collect();
+    let done: Vec<_> = evs
+        .iter()
+        .filter(|e| e.job == good && e.kind == EventKind::JobDone)
+        .collect();
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].partition, NO_PARTITION);
-    assert!(evs.iter().any(|e| e.job == bad && e.kind == EventKind::JobFailed));
+    assert!(evs
+        .iter()
+        .any(|e| e.job == bad && e.kind == EventKind::JobFailed));
 }

@@ -25,7 +25,13 @@ fn assignment_matches_bellperson_on_real_2kib_porep_circuit() {
     let dir = tempfile::tempdir().unwrap();
     let c1 = fixture::seal_c1(&spec, dir.path()).unwrap();
     let parsed = porep::parse_c1(&c1).unwrap();
-    let job = porep::prepare(parsed.c1, spec.prover_id(), spec.sector_id, FixtureShape::default()).unwrap();
+    let job = porep::prepare(
+        parsed.c1,
+        spec.prover_id(),
+        spec.sector_id,
+        FixtureShape::default(),
+    )
+    .unwrap();
     let ours = job.circuits.synthesize(0, None, None).unwrap();
     let reference = job.circuits.reference_assignment(0).unwrap();
 
@@ -36,19 +42,30 @@ fn assignment_matches_bellperson_on_real_2kib_porep_circuit() {
     assert_eq!(size.inputs, 40);
     assert_eq!(size.aux, 2_685_673);
     assert_eq!(reference.size(), size);
-    for (name, x, y) in [("a", &ours.a, &reference.a), ("b", &ours.b, &reference.b), ("c", &ours.c, &reference.c)] {
+    for (name, x, y) in [
+        ("a", &ours.a, &reference.a),
+        ("b", &ours.b, &reference.b),
+        ("c", &ours.c, &reference.c),
+    ] {
         if let Some(i) = x.iter().zip(y.iter()).position(|(p, q)| p != q) {
             panic!("{name}[{i}] differs: {:?} vs {:?}", x[i], y[i]);
         }
     }
     assert_eq!(ours.input_assignment, reference.input_assignment);
-    assert!(ours.aux_assignment == reference.aux_assignment, "aux witness differs");
+    assert!(
+        ours.aux_assignment == reference.aux_assignment,
+        "aux witness differs"
+    );
     assert_eq!(ours.a_aux_density, reference.a_aux_density);
     assert_eq!(ours.b_input_density, reference.b_input_density);
     assert_eq!(ours.b_aux_density, reference.b_aux_density);
     // The densities are not trivially full: both kinds of entries occur.
     let total = ours.b_aux_density.get_total_density();
-    assert!(total > 0 && total < size.aux, "b aux density {total} of {}", size.aux);
+    assert!(
+        total > 0 && total < size.aux,
+        "b aux density {total} of {}",
+        size.aux
+    );
     // And the whole thing is what the typed comparison says.
     assert!(ours == reference);
 }
@@ -82,8 +99,16 @@ impl Circuit<Fr> for Toy {
         let mut curv = xv;
         for i in 0..self.rounds {
             let nv = curv.map(|v| v.square());
-            let n = cs.alloc(|| format!("sq{i}"), || nv.ok_or(SynthesisError::AssignmentMissing))?;
-            cs.enforce(|| format!("sq{i}"), |lc| lc + cur, |lc| lc + cur, |lc| lc + n);
+            let n = cs.alloc(
+                || format!("sq{i}"),
+                || nv.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            cs.enforce(
+                || format!("sq{i}"),
+                |lc| lc + cur,
+                |lc| lc + cur,
+                |lc| lc + n,
+            );
             cur = n;
             curv = nv;
         }
@@ -95,7 +120,9 @@ impl Circuit<Fr> for Toy {
 fn cpu_prover_equals_bellperson_create_proof() {
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(7);
     let rounds = 3000;
-    let params = groth16::generate_random_parameters::<Bls12, _, _>(Toy { x: None, rounds }, &mut rng).unwrap();
+    let params =
+        groth16::generate_random_parameters::<Bls12, _, _>(Toy { x: None, rounds }, &mut rng)
+            .unwrap();
     let pvk = prepare_verifying_key(&params.vk);
     let x = Fr::from(3u64);
     let out = Fr::from(3 * 3 * 3 + 3 + 5u64);
@@ -104,7 +131,9 @@ fn cpu_prover_equals_bellperson_create_proof() {
         let s = Fr::random(&mut rng);
         let theirs = groth16::create_proof(Toy { x: Some(x), rounds }, &params, r, s).unwrap();
         let asg = ProvingAssignment::synthesize(Toy { x: Some(x), rounds }, None).unwrap();
-        let ours = CpuProver.prove_with_params(asg, &params, r, s, &mut StageTimes::default()).unwrap();
+        let ours = CpuProver
+            .prove_with_params(asg, &params, r, s, &mut StageTimes::default())
+            .unwrap();
         let (mut a, mut b) = (vec![], vec![]);
         theirs.write(&mut a).unwrap();
         ours.write(&mut b).unwrap();
@@ -117,8 +146,22 @@ fn cpu_prover_equals_bellperson_create_proof() {
 #[test]
 fn wrong_parameters_are_an_error_not_a_panic() {
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(9);
-    let params = groth16::generate_random_parameters::<Bls12, _, _>(Toy { x: None, rounds: 10 }, &mut rng).unwrap();
-    let asg = ProvingAssignment::synthesize(Toy { x: Some(Fr::ONE), rounds: 40 }, None).unwrap();
+    let params = groth16::generate_random_parameters::<Bls12, _, _>(
+        Toy {
+            x: None,
+            rounds: 10,
+        },
+        &mut rng,
+    )
+    .unwrap();
+    let asg = ProvingAssignment::synthesize(
+        Toy {
+            x: Some(Fr::ONE),
+            rounds: 40,
+        },
+        None,
+    )
+    .unwrap();
     let e = CpuProver
         .prove_with_params(asg, &params, Fr::ONE, Fr::ONE, &mut StageTimes::default())
         .unwrap_err();

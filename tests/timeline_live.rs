@@ -4,11 +4,9 @@
 
 mod common;
 
-use std::{
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc, Mutex,
-    },
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc, Mutex,
 };
 
 use cuzk::{
@@ -21,7 +19,10 @@ use cuzk::{
 
 #[test]
 fn ten_partition_run_has_every_event_in_order() {
-    let shape = FixtureShape { partitions: 10, layers: 0 };
+    let shape = FixtureShape {
+        partitions: 10,
+        layers: 0,
+    };
     let (spec, _, c1) = common::fixture(shape);
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("timeline.log");
@@ -43,11 +44,24 @@ fn ten_partition_run_has_every_event_in_order() {
     }));
 
     let id = engine
-        .submit(JobRequest { c1: c1.clone(), sector_id: spec.sector_id, prover_id: spec.prover_id(), priority: 0, fixture: shape })
+        .submit(JobRequest {
+            c1: c1.clone(),
+            sector_id: spec.sector_id,
+            prover_id: spec.prover_id(),
+            priority: 0,
+            fixture: shape,
+        })
         .unwrap();
     let seen_at_unregister = std::thread::scope(|s| {
         s.spawn(|| {
-            while events.lock().unwrap().iter().filter(|e| e.kind == EventKind::GpuEnd).count() < 3 {
+            while events
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|e| e.kind == EventKind::GpuEnd)
+                .count()
+                < 3
+            {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
             assert!(engine.remove_timeline_sink(flaky));
@@ -60,8 +74,18 @@ fn ten_partition_run_has_every_event_in_order() {
     engine.shutdown();
     assert_eq!(out.proof.len(), 10 * 192);
     assert!(seen_at_unregister > 0);
-    assert_eq!(calls.load(Ordering::SeqCst), seen_at_unregister, "sink called after unregister");
-    assert!(fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof).unwrap());
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        seen_at_unregister,
+        "sink called after unregister"
+    );
+    assert!(fixture::verify_with_filecoin_proofs(
+        &c1,
+        spec.prover_id(),
+        spec.sector_id,
+        &out.proof
+    )
+    .unwrap());
 
     let evs = events.lock().unwrap().clone();
     common::assert_partition_order(&evs, id, 10);

@@ -35,7 +35,11 @@ pub fn fixture(shape: FixtureShape) -> (FixtureSpec, SetupReport, Vec<u8>) {
 /// JOB_QUEUED and JOB_DONE. Returns each partition's times in that order.
 pub fn assert_partition_order(evs: &[Event], job: u64, partitions: u32) -> Vec<[u64; 6]> {
     let one = |kind: EventKind, p: u32| {
-        let v: Vec<u64> = evs.iter().filter(|e| e.job == job && e.kind == kind && e.partition == p).map(|e| e.t_us).collect();
+        let v: Vec<u64> = evs
+            .iter()
+            .filter(|e| e.job == job && e.kind == kind && e.partition == p)
+            .map(|e| e.t_us)
+            .collect();
         assert_eq!(v.len(), 1, "{kind:?} of partition {p}: {v:?}");
         v[0]
     };
@@ -51,8 +55,14 @@ pub fn assert_partition_order(evs: &[Event], job: u64, partitions: u32) -> Vec<[
                 one(EventKind::GpuStart, p),
                 one(EventKind::GpuEnd, p),
             ];
-            assert!(queued <= seq[0] && seq[5] <= done, "partition {p} outside its job");
-            assert!(seq.windows(2).all(|w| w[0] <= w[1]), "partition {p}: {seq:?}");
+            assert!(
+                queued <= seq[0] && seq[5] <= done,
+                "partition {p} outside its job"
+            );
+            assert!(
+                seq.windows(2).all(|w| w[0] <= w[1]),
+                "partition {p}: {seq:?}"
+            );
             assert!(seq[0] < seq[1] && seq[4] < seq[5], "partition {p}: {seq:?}");
             seq
         })
