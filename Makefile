@@ -75,6 +75,7 @@ test-go: build fixtures
 ## The `cuda` build on a machine without a GPU: it must load, say so once, and prove on the CPU.
 test-cuda: build-cuda fixtures
 	mkdir -p $(CBUILD)
+	$(CUDA_ENV) && $(CARGO) test --release --locked --features cuda --lib prover::
 	target/cuda/cuzk selftest --constraints 4096 2> $(CBUILD)/cuda-selftest.log
 	test $$(grep -c 'no usable GPU' $(CBUILD)/cuda-selftest.log) -eq 1
 	target/cuda/cuzk prove --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 -o $(CBUILD)/cuda.proof
