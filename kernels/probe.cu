@@ -50,6 +50,20 @@ int cuzk_cuda_probe(int* count, int* driver_version, char* err, size_t errlen) {
     return 0;
 }
 
+// Makes host threads that wait for this device block (sleep) instead of spinning: with few
+// GPUs and many cores the runtime's default spins, which takes a core from synthesis for the
+// whole of every wait. Must run before the device's context is created to take effect there.
+int cuzk_cuda_set_blocking_sync(int ordinal, char* err, size_t errlen) {
+    int prev = 0;
+    cudaGetDevice(&prev);
+    cudaError_t e = cudaSetDevice(ordinal);
+    if (e != cudaSuccess) { set_err(err, errlen, "cudaSetDevice", e); return (int)e; }
+    e = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+    cudaSetDevice(prev);
+    if (e != cudaSuccess) { set_err(err, errlen, "cudaSetDeviceFlags", e); return (int)e; }
+    return 0;
+}
+
 int cuzk_cuda_device_info(int ordinal, struct cuzk_cuda_device* out, char* err, size_t errlen) {
     memset(out, 0, sizeof(*out));
     out->ordinal = ordinal;

@@ -3,6 +3,7 @@
 # device tool each). Results are packed into $OUT/results.tgz (the tool returns few files).
 #   scripts/device-plan.sh h200     # issue 5: 1 GPU, real 2KiB and 10-partition streams
 #   scripts/device-plan.sh h200-p10 # issue 5: the 10-partition stream again, call cost
+#   scripts/device-plan.sh h200-wait # GPU waits spinning vs blocking (CUZK_GPU_WAIT)
 #   scripts/device-plan.sh x2       # issue 6: 10-partition shape on 1 and 2 GPUs, a device
 #                                   # removed mid-run, GPU call cost against width
 #   scripts/device-plan.sh scaled   # the 32GiB-shaped scaled fixture on nvidia-h200-x2: 1 and 2
@@ -37,6 +38,15 @@ case ${1:-} in
     $D bench p10-now p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
     $D calls calls-p10-h200 p10 1 1,4,10
     ;;
+  h200-wait)
+    # Threads waiting for the GPU: spinning (the CUDA runtime's default here) against blocking.
+    $D info
+    $D setup p10
+    CUZK_GPU_WAIT=spin $D calls calls-p10-spin p10 1 4,10
+    $D calls calls-p10-block p10 1 4,10
+    CUZK_GPU_WAIT=spin $D bench p10-spin p10 20 -j 8
+    $D bench p10-block p10 20 -j 8
+    ;;
   x2)
     # One GPU is CUDA_VISIBLE_DEVICES=0 (cuzk and the incumbent alike): supraseal-c2 spreads a
     # call over every GPU the process sees.
@@ -58,7 +68,7 @@ case ${1:-} in
     CUDA_VISIBLE_DEVICES=0 taskset -c 0-15 scripts/device-bench.sh bench scaled-1gpu-16c scaled 12 -j 4 \
       $SUPRA --baseline-jobs 1 --baseline-count 2; pack
     ;;
-  *) echo "usage: $0 h200|h200-p10|x2|scaled" >&2; exit 2 ;;
+  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"

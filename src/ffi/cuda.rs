@@ -29,6 +29,7 @@ extern "C" {
         errlen: usize,
     ) -> c_int;
     fn cuzk_cuda_launch_check(ordinal: c_int, err: *mut c_char, errlen: usize) -> c_int;
+    fn cuzk_cuda_set_blocking_sync(ordinal: c_int, err: *mut c_char, errlen: usize) -> c_int;
 }
 
 /// One CUDA device as the runtime reports it.
@@ -107,6 +108,17 @@ pub fn launch_check(ordinal: usize) -> Result<(), String> {
     let mut err = [0 as c_char; 512];
     // SAFETY: a buffer of the length passed.
     let rc = unsafe { cuzk_cuda_launch_check(ordinal as c_int, err.as_mut_ptr(), err.len()) };
+    if rc != 0 {
+        return Err(message(&err));
+    }
+    Ok(())
+}
+
+/// Makes threads waiting for the device sleep instead of spin (before its context exists).
+pub fn set_blocking_sync(ordinal: usize) -> Result<(), String> {
+    let mut err = [0 as c_char; 512];
+    // SAFETY: a buffer of the length passed.
+    let rc = unsafe { cuzk_cuda_set_blocking_sync(ordinal as c_int, err.as_mut_ptr(), err.len()) };
     if rc != 0 {
         return Err(message(&err));
     }

@@ -57,7 +57,13 @@ pub fn discover() -> Discovery {
     }
     let mut found = Vec::new();
     let mut why = Vec::new();
+    let blocking = std::env::var("CUZK_GPU_WAIT").map(|v| v != "spin").unwrap_or(true);
     for i in 0..count {
+        if blocking {
+            if let Err(e) = cuda::set_blocking_sync(i) {
+                log::warn!("cuzk: device {i}: waits will spin: {e}");
+            }
+        }
         match cuda::device(i).and_then(|d| cuda::launch_check(i).map(|_| d)) {
             Ok(d) => found.push(d),
             Err(e) => why.push(format!(
