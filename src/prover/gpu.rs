@@ -5,8 +5,10 @@
 //! L, A, B(G1) MSMs and the B(G2) batch additions on the GPU; on the host, supraseal's
 //! pre-processing pass over the assignment (splitting the 0/1 scalars out of the MSMs) and the
 //! B(G2) tail MSM over the remaining scalars (a CPU Pippenger on all cores). `StageTimes`
-//! records the whole call (`gpu_ms`) and our own host-side mapping (`host_ms`); supraseal's
-//! host-side share of the call cannot be timed from outside it (BENCHMARKS.md, section 4).
+//! records the whole call (`gpu_ms`) and our own host-side mapping (`host_ms`); the CPU time
+//! supraseal's call takes on the host (1.1-1.7 s per partition) is measured by `cuzk bench
+//! calls` (BENCHMARKS.md, section 4). Threads waiting for a GPU block rather than spin
+//! (`CUZK_GPU_WAIT=spin` to keep the CUDA runtime's default), leaving the cores to synthesis.
 //!
 //! The parameters go to pinned host memory once per circuit (supraseal's SRS cache, keyed by
 //! path), charged to the engine's memory budget, and stay there for the engine's life.
