@@ -387,11 +387,8 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             reps,
             json,
         }) => {
-            let bytes = read(&c1)?;
-            let parsed = porep::parse_c1(&bytes)?;
-            fixture::apply_fixture_tables(parsed.c1.registered_proof, shape.shape())?;
             let rep = cuzk::calls::run(&cuzk::calls::CallsSpec {
-                c1: bytes,
+                c1: read(&c1)?,
                 prover_id: id.prover_id()?,
                 sector_id: id.sector_id,
                 shape: shape.shape(),

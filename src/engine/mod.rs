@@ -1161,22 +1161,9 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
         metas.push((job, partition, _reservation, synth_end));
     }
     let use_gpu = backend.max_batch() > 0 || !backend.is_gpu();
-    // Events: the slot is a guess until the backend says where each partition ran (a batch
-    // wider than the backend now takes, after a device went out of service, is proved in
-    // chunks of its current width).
-    let width = backend.max_batch().max(1);
+    // Events: the slot is a guess until the backend says where each partition ran.
     for (i, (job, k, _, _)) in metas.iter().enumerate() {
-        let (start, len) = if n > width {
-            (i / width * width, width.min(n - i / width * width))
-        } else {
-            (0, n)
-        };
-        let slot = base
-            + if use_gpu {
-                backend.device_for(i - start, len)
-            } else {
-                0
-            };
+        let slot = base + if use_gpu { backend.device_for(i, n) } else { 0 };
         let name = if use_gpu { backend.name() } else { "cpu" };
         inner.timeline.emit(
             EventKind::GpuPickup,

@@ -59,7 +59,9 @@ pub fn discover() -> Discovery {
     }
     let mut found = Vec::new();
     let mut why = Vec::new();
-    let blocking = std::env::var("CUZK_GPU_WAIT").map(|v| v != "spin").unwrap_or(true);
+    let blocking = std::env::var("CUZK_GPU_WAIT")
+        .map(|v| v != "spin")
+        .unwrap_or(true);
     for i in 0..count {
         if blocking {
             if let Err(e) = cuda::set_blocking_sync(i) {
@@ -208,7 +210,15 @@ impl ProverBackend for SuprasealProver {
     }
 
     fn device_for(&self, i: usize, n: usize) -> usize {
-        gpu_of(i, n, self.visible)
+        // A batch wider than a call now takes (a device went out of service after it was
+        // formed) is proved in calls of the current width, as in `prove_batch`.
+        let width = self.max_batch().max(1);
+        let (start, len) = if n > width {
+            (i / width * width, width.min(n - i / width * width))
+        } else {
+            (0, n)
+        };
+        gpu_of(i - start, len, self.visible)
     }
 
     fn set_enabled(&self, device: usize, on: bool) -> bool {
@@ -355,7 +365,7 @@ impl ProverBackend for SuprasealProver {
 
 #[cfg(test)]
 mod tests {
-    use super::{call_width, gpu_of};
+    use super::{call_width, cuda::CudaDevice, gpu_of, ProverBackend, SuprasealProver};
 
     #[test]
     fn calls_stay_on_usable_gpus() {
@@ -377,5 +387,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_batch_formed_before_a_device_went_out_is_placed_on_the_usable_ones() {
+        let dev = |ordinal| CudaDevice {
+            ordinal,
+            name: "test".into(),
+            capability: (9, 0),
+            multiprocessors: 1,
+            total_mem: 0,
+            free_mem: 0,
+        };
+        let p = SuprasealProver::new(vec![dev(0), dev(1)], 2, 4);
+        assert_eq!(p.max_batch(), 8);
+        let placed: Vec<usize> = (0..8).map(|i| p.device_for(i, 8)).collect();
+        assert_eq!(placed, [0, 0, 0, 0, 1, 1, 1, 1]);
+        assert!(p.set_enabled(1, false));
+        // The same batch is now proved one partition per call, on GPU 0.
+        assert_eq!(p.max_batch(), 1);
+        assert!((0..8).all(|i| p.device_for(i, 8) == 0));
     }
 }
