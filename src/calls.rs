@@ -17,11 +17,13 @@ use rand::SeedableRng;
 use rayon::prelude::*;
 
 use crate::{
-    engine::{self, budget::Budget, srs::SrsCache},
+    budget::Budget,
+    engine,
     error::{Error, Result, Status},
-    ffi::os::process_cpu_time,
+    params::SrsCache,
     porep::{self, FixtureShape},
     prover::{ProvingAssignment, StageTimes},
+    sys::os::process_cpu_time,
 };
 
 /// What to measure.
@@ -81,7 +83,7 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
     let parsed = porep::parse_c1(&spec.c1)?;
     let prepared = porep::prepare(parsed.c1, spec.prover_id, spec.sector_id, spec.shape)?;
     let circuits = prepared.circuits;
-    let budget = Budget::new(engine::budget::default_budget());
+    let budget = Budget::new(crate::budget::default_budget());
     let srs = SrsCache::new(spec.params_dir.clone()).get(circuits.params_id(), &budget)?;
     let widest = *spec.widths.iter().max().expect("not empty");
     let backend = engine::select_backends(&spec.devices, widest)?

@@ -283,7 +283,7 @@ pub fn setup(spec: &FixtureSpec, params_dir: &Path) -> Result<SetupReport> {
     }
     Ok(SetupReport {
         name: spec.name(),
-        params_path: porep::params_path(params_dir, &params_id),
+        params_path: crate::params::params_path(params_dir, &params_id),
         c1_path,
         params_id,
         params_generated: generated,

@@ -5,14 +5,18 @@
 //! backend. The C ABI lives in [`ffi`]; everything else is safe Rust.
 
 pub mod analysis;
+pub mod budget;
 pub mod calls;
 pub mod engine;
 pub mod error;
 pub mod ffi;
 pub mod fixture;
+pub mod params;
 pub mod porep;
 pub mod prover;
 pub mod selftest;
+#[path = "ffi/sys/mod.rs"]
+pub mod sys;
 pub mod timeline;
 
 pub use engine::{Config, Engine, JobOutput, JobRequest};

@@ -13,8 +13,10 @@ use ff::{Field, PrimeField};
 use rand::SeedableRng;
 
 use crate::{
-    engine::{self, budget::Budget, srs::SrsCache},
+    budget::Budget,
+    engine,
     error::{Error, Result},
+    params::SrsCache,
     porep,
     prover::{cpu::CpuProver, ProvingAssignment, StageTimes},
 };
@@ -86,7 +88,7 @@ pub struct Report {
 pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     let rounds = (constraints / 2).max(1);
     let id = format!("cuzk-selftest-{rounds}");
-    let path = porep::params_path(dir, &id);
+    let path = crate::params::params_path(dir, &id);
     let t = Instant::now();
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(rounds as u64);
     let params = groth16::generate_random_parameters::<Bls12, _, _>(

@@ -13,7 +13,8 @@ use std::sync::{
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar as Fr};
 use cuzk::{
-    engine::{srs::Srs, Config, Engine, JobRequest},
+    engine::{Config, Engine, JobRequest},
+    params::Srs,
     prover::{cpu::CpuProver, ProverBackend, ProvingAssignment, StageTimes},
     FixtureShape, Status,
 };

@@ -120,7 +120,7 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
     assert_eq!(
         st.memory_reserved,
         st.resident_params.len() as u64
-            * std::fs::metadata(porep::params_path(
+            * std::fs::metadata(cuzk::params::params_path(
                 &common::params_dir(),
                 &st.resident_params[0]
             ))
@@ -288,13 +288,13 @@ impl cuzk::prover::ProverBackend for Corrupting {
     fn name(&self) -> &'static str {
         "corrupting"
     }
-    fn prepare(&self, srs: &cuzk::engine::srs::Srs) -> cuzk::Result<()> {
+    fn prepare(&self, srs: &cuzk::params::Srs) -> cuzk::Result<()> {
         srs.params().map(|_| ())
     }
     fn prove(
         &self,
         asg: &mut Option<cuzk::prover::ProvingAssignment>,
-        srs: &cuzk::engine::srs::Srs,
+        srs: &cuzk::params::Srs,
         r: blstrs::Scalar,
         s: blstrs::Scalar,
         times: &mut cuzk::prover::StageTimes,

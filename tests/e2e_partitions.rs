@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use cuzk::{
     engine::{Config, Engine, JobRequest},
     fixture,
-    porep::{self, FixtureShape},
+    porep::FixtureShape,
     timeline::{Event, EventKind, NO_PARTITION},
     Status,
 };
@@ -32,8 +32,8 @@ fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
     // parameters are missing there, must fail alone.
     let dir = tempfile::tempdir().unwrap();
     for p in [
-        porep::params_path(&common::params_dir(), &rep.params_id),
-        porep::vk_path(&common::params_dir(), &rep.params_id),
+        cuzk::params::params_path(&common::params_dir(), &rep.params_id),
+        cuzk::params::vk_path(&common::params_dir(), &rep.params_id),
     ] {
         std::os::unix::fs::symlink(&p, dir.path().join(p.file_name().unwrap())).unwrap();
     }

@@ -8,9 +8,7 @@
 //!   all partitions in ─► self-check (Groth16 batch verify) ─► await returns the bytes
 //! ```
 
-pub mod budget;
 pub mod queue;
-pub mod srs;
 
 use std::{
     collections::HashMap,
@@ -30,13 +28,11 @@ use once_cell::sync::Lazy;
 use parking_lot::{Condvar, Mutex};
 use rand::rngs::OsRng;
 
-use self::{
-    budget::{Budget, Reservation},
-    queue::{Key, PriorityQueue},
-    srs::{Srs, SrsCache},
-};
+use self::queue::{Key, PriorityQueue};
 use crate::{
+    budget::{self, Budget, Reservation},
     error::{Error, Result, Status},
+    params::{Srs, SrsCache},
     porep::{self, FixtureShape, SealCircuits},
     prover::{cpu::CpuProver, ProverBackend, ProvingAssignment, StageTimes},
     timeline::{EventKind, Sink, Timeline, NO_PARTITION},
@@ -962,7 +958,7 @@ fn prepare_backends(inner: &Inner, srs: &Srs) -> Result<()> {
 fn synth_worker(inner: &Arc<Inner>, w: usize) {
     let nice = inner.cfg.synthesis_nice.unwrap_or(0);
     if nice != 0 {
-        if let Err(e) = crate::ffi::os::set_thread_nice(nice) {
+        if let Err(e) = crate::sys::os::set_thread_nice(nice) {
             if w == 0 {
                 log::warn!("cannot lower the synthesis threads' priority: {e}");
             }

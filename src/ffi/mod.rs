@@ -11,10 +11,6 @@
 
 #![allow(non_camel_case_types)]
 
-#[cfg(feature = "cuda")]
-pub mod cuda;
-pub mod os;
-
 use std::{
     ffi::{c_char, c_void, CStr, CString},
     panic::{catch_unwind, AssertUnwindSafe},

@@ -27,7 +27,7 @@ use filecoin_proofs_api::{
 use storage_proofs_core::{
     api_version::{ApiFeature, ApiVersion},
     compound_proof::CompoundProof,
-    parameter_cache::{parameter_id, verifying_key_id, CacheableParameters},
+    parameter_cache::CacheableParameters,
     proof::ProofScheme,
 };
 use storage_proofs_porep::stacked::{
@@ -36,7 +36,8 @@ use storage_proofs_porep::stacked::{
 
 use crate::{
     error::{Error, Result, Status},
-    prover::{CircuitSize, ProvingAssignment},
+    params::{params_path, vk_path, CircuitSize},
+    prover::ProvingAssignment,
 };
 
 pub use input::{parse_c1, parse_prover_id_hex, prover_id_from_miner, ParsedC1};
@@ -205,14 +206,6 @@ pub trait SealCircuits: Send + Sync {
         r: Fr,
         s: Fr,
     ) -> Result<Proof<Bls12>>;
-}
-
-/// File names of a circuit's parameters inside a parameter directory.
-pub fn params_path(dir: &Path, params_id: &str) -> std::path::PathBuf {
-    dir.join(parameter_id(params_id))
-}
-pub fn vk_path(dir: &Path, params_id: &str) -> std::path::PathBuf {
-    dir.join(verifying_key_id(params_id))
 }
 
 type PieceDomain = DefaultPieceDomain;

@@ -16,6 +16,8 @@ use std::sync::{
     Arc,
 };
 
+use crate::params::CircuitSize;
+
 /// Witness and constraint evaluations of one circuit instance.
 #[derive(Debug, Default, Clone)]
 pub struct ProvingAssignment {
@@ -54,37 +56,6 @@ impl PartialEq for ProvingAssignment {
 
 /// How many allocations pass between two looks at the abort flag.
 const ABORT_CHECK_EVERY: usize = 1 << 14;
-
-/// Sizes of a circuit, known from its Groth16 parameters before synthesis.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CircuitSize {
-    /// Constraints including the `x * 0 = 0` constraint per public input.
-    pub constraints: usize,
-    /// Public inputs including `ONE`.
-    pub inputs: usize,
-    /// Aux variables.
-    pub aux: usize,
-}
-
-impl CircuitSize {
-    /// FFT domain size: the smallest power of two holding every constraint.
-    pub fn domain(&self) -> usize {
-        self.constraints.next_power_of_two()
-    }
-
-    /// Upper bound of the heap bytes one partition needs from the start of its synthesis to
-    /// the end of its proof: a/b/c padded to the domain (three vectors), the witness, the h
-    /// coefficients and the byte-form copies of the witness taken by the multi-exponentiations.
-    pub fn working_bytes(&self) -> u64 {
-        let fr = 32u64;
-        let d = self.domain() as u64;
-        let vars = (self.inputs + self.aux) as u64;
-        // a, b, c (FFT in place, padded to d) + h exponents (d) + witness as Fr and as Repr (2x vars)
-        // + densities (3 bits per var, rounded up generously) + 10% allocator slack.
-        let raw = 4 * d * fr + 2 * vars * fr + vars;
-        raw + raw / 10
-    }
-}
 
 impl ProvingAssignment {
     /// An empty assignment with room for a circuit of the given size (avoids reallocation).

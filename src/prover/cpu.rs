@@ -16,12 +16,11 @@ use ff::PrimeField;
 use group::{prime::PrimeCurveAffine, Curve};
 use rayon::prelude::*;
 
-use super::{
-    assignment::{CircuitSize, ProvingAssignment},
-    ProverBackend, StageTimes,
+use super::{assignment::ProvingAssignment, ProverBackend, StageTimes};
+use crate::{
+    error::{Error, Result},
+    params::{CircuitSize, Srs},
 };
-use crate::engine::srs::Srs;
-use crate::error::{Error, Result};
 
 /// The CPU backend. Multi-exponentiations and FFTs run on ec-gpu-gen's worker pool
 /// (`EC_GPU_NUM_THREADS`, default: all cores) and rayon.

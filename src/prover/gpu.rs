@@ -33,9 +33,10 @@ use super::{
     StageTimes,
 };
 use crate::{
-    engine::{budget::Reservation, srs::Srs},
+    budget::Reservation,
     error::{Error, Result, Status},
-    ffi::cuda,
+    params::Srs,
+    sys::cuda,
 };
 
 /// What the engine found when it looked for GPUs.

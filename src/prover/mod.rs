@@ -7,12 +7,12 @@ pub mod cpu;
 pub mod gpu;
 pub mod reference;
 
-pub use assignment::{CircuitSize, ProvingAssignment};
+pub use assignment::ProvingAssignment;
 
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar as Fr};
 
-use crate::{engine::srs::Srs, error::Result};
+use crate::{error::Result, params::Srs};
 
 /// Time spent in the stages of one partition's proof, in milliseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

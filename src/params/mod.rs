@@ -1,4 +1,6 @@
-//! Groth16 parameters, loaded once per circuit and kept resident (and accounted in the budget).
+//! Groth16 parameters: the file names of a circuit's `.params`/`.vk` files, the circuit sizes
+//! they describe, and the parameter cache (loaded once per circuit, kept resident, accounted in
+//! the memory budget).
 
 use std::{
     collections::HashMap,
@@ -14,12 +16,53 @@ use blstrs::Bls12;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 
-use super::budget::{Budget, Reservation};
+use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
+
 use crate::{
+    budget::{Budget, Reservation},
     error::{Error, Result, Status},
-    porep,
-    prover::CircuitSize,
 };
+
+/// The `.params` file of a circuit (by its parameter id) inside a parameter directory.
+pub fn params_path(dir: &Path, params_id: &str) -> PathBuf {
+    dir.join(parameter_id(params_id))
+}
+
+/// The `.vk` file of a circuit inside a parameter directory.
+pub fn vk_path(dir: &Path, params_id: &str) -> PathBuf {
+    dir.join(verifying_key_id(params_id))
+}
+
+/// Sizes of a circuit, known from its Groth16 parameters before synthesis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CircuitSize {
+    /// Constraints including the `x * 0 = 0` constraint per public input.
+    pub constraints: usize,
+    /// Public inputs including `ONE`.
+    pub inputs: usize,
+    /// Aux variables.
+    pub aux: usize,
+}
+
+impl CircuitSize {
+    /// FFT domain size: the smallest power of two holding every constraint.
+    pub fn domain(&self) -> usize {
+        self.constraints.next_power_of_two()
+    }
+
+    /// Upper bound of the heap bytes one partition needs from the start of its synthesis to
+    /// the end of its proof: a/b/c padded to the domain (three vectors), the witness, the h
+    /// coefficients and the byte-form copies of the witness taken by the multi-exponentiations.
+    pub fn working_bytes(&self) -> u64 {
+        let fr = 32u64;
+        let d = self.domain() as u64;
+        let vars = (self.inputs + self.aux) as u64;
+        // a, b, c (FFT in place, padded to d) + h exponents (d) + witness as Fr and as Repr (2x vars)
+        // + densities (3 bits per var, rounded up generously) + 10% allocator slack.
+        let raw = 4 * d * fr + 2 * vars * fr + vars;
+        raw + raw / 10
+    }
+}
 
 /// One circuit's parameters. The verifying key and sizes are read at once (a few KB); the full
 /// parameter set is loaded into host memory only when a host-side prover needs it (the CPU
@@ -157,7 +200,7 @@ impl SrsCache {
     }
 
     fn load(&self, id: &str, budget: &Arc<Budget>) -> Result<Srs> {
-        let path = porep::params_path(&self.dir, id);
+        let path = params_path(&self.dir, id);
         let meta = std::fs::metadata(&path).map_err(|e| {
             Error::params(format!(
                 "No cached parameters found for {id} [failure finding {}]: {e}; run `cuzk setup` or fetch the \

@@ -1,0 +1,10 @@
+//! Operating-system and CUDA calls the engine and the provers need, behind safe functions.
+//!
+//! This is the bottom layer of the crate (mounted as `crate::sys`): it imports nothing from
+//! the rest of cuzk. Its files sit under `src/ffi/` because every `extern "C"` declaration and
+//! every raw-pointer cast of the crate lives there; the C ABI that hosts call (`crate::ffi`)
+//! is the top layer, and the two never import each other.
+
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod os;
