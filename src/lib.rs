@@ -3,18 +3,19 @@
 //! The engine ([`engine`]) splits each C2 job into partitions, synthesizes them on a bounded
 //! pool ([`prover::ProvingAssignment`]) and proves each as soon as it is ready on a prover
 //! backend. The C ABI lives in [`ffi`]; everything else is safe Rust.
+//!
+//! Layers, each importing only from the ones before it:
+//! [`error`], [`timeline`], [`budget`], [`sys`] → [`params`] → [`prover`] → [`porep`] →
+//! [`engine`] → [`ffi`]. The command line's and the tests' tools (fixtures, benchmarks, timeline
+//! analysis and drawing) are in `src/tools/`, outside this library.
 
-pub mod analysis;
 pub mod budget;
-pub mod calls;
 pub mod engine;
 pub mod error;
 pub mod ffi;
-pub mod fixture;
 pub mod params;
 pub mod porep;
 pub mod prover;
-pub mod selftest;
 #[path = "ffi/sys/mod.rs"]
 pub mod sys;
 pub mod timeline;

@@ -136,13 +136,10 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
     let out = engine.prove(req.clone()).unwrap();
     assert!(out.verified);
     assert_eq!(out.proof.len(), 2 * cuzk::PROOF_BYTES);
-    assert!(cuzk::fixture::verify_with_filecoin_proofs(
-        &c1,
-        spec.prover_id(),
-        spec.sector_id,
-        &out.proof
-    )
-    .unwrap());
+    assert!(
+        cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &out.proof)
+            .unwrap()
+    );
     let log = shared.log.lock().unwrap().clone();
     assert_eq!(log.iter().filter(|(_, ok)| !ok).count(), 1, "{log:?}");
     assert_eq!(log[0], (0, false), "{log:?}");
@@ -172,13 +169,10 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
         "{:?}",
         out.partitions
     );
-    assert!(cuzk::fixture::verify_with_filecoin_proofs(
-        &c1,
-        spec.prover_id(),
-        spec.sector_id,
-        &out.proof
-    )
-    .unwrap());
+    assert!(
+        cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &out.proof)
+            .unwrap()
+    );
     assert!(shared
         .log
         .lock()

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use cuzk::{
     engine::{Config, Engine, JobRequest},
-    fixture,
     porep::{self, FixtureShape},
     timeline::EventKind,
     Status,
@@ -86,22 +85,19 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
     assert_eq!(out.partitions.len(), 1);
     assert!(out.partitions[0].synth_ms > 0.0 && out.partitions[0].prove_ms > 0.0);
 
-    assert!(fixture::verify_with_filecoin_proofs(
-        &c1,
-        spec.prover_id(),
-        spec.sector_id,
-        &out.proof
-    )
-    .unwrap());
+    assert!(
+        cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &out.proof)
+            .unwrap()
+    );
     // The same proof for another sector, or another miner, is rejected.
-    assert!(!fixture::verify_with_filecoin_proofs(
+    assert!(!cuzk::porep::verify::verify_seal(
         &c1,
         spec.prover_id(),
         spec.sector_id + 1,
         &out.proof
     )
     .unwrap());
-    assert!(!fixture::verify_with_filecoin_proofs(
+    assert!(!cuzk::porep::verify::verify_seal(
         &c1,
         porep::prover_id_from_miner(1001),
         spec.sector_id,
@@ -112,7 +108,7 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
     for i in [0usize, 50, 100, 150, 191] {
         let mut bad = out.proof.clone();
         bad[i] ^= 0x01;
-        let v = fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &bad);
+        let v = cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &bad);
         assert!(matches!(v, Ok(false)), "corrupted byte {i}: {v:?}");
     }
     let st = e.status();

@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 
 use cuzk::{
     engine::{Config, Engine, JobRequest},
-    fixture,
     porep::FixtureShape,
     timeline::{Event, EventKind, NO_PARTITION},
     Status,
@@ -79,17 +78,14 @@ fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
     engine.shutdown();
 
     // filecoin-proofs (with the fixture's table in this process) accepts it; tampering fails.
-    assert!(fixture::verify_with_filecoin_proofs(
-        &c1,
-        spec.prover_id(),
-        spec.sector_id,
-        &out.proof
-    )
-    .unwrap());
+    assert!(
+        cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &out.proof)
+            .unwrap()
+    );
     let mut swapped = out.proof[192..].to_vec();
     swapped.extend_from_slice(&out.proof[..192]);
     assert_eq!(
-        fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &swapped),
+        cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &swapped),
         Ok(false)
     );
 

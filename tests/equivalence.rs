@@ -6,13 +6,15 @@
 //! * On a small circuit with random parameters: proving from the assignment gives the very
 //!   same proof bytes as bellperson's `create_proof` with the same r and s, and it verifies.
 
+mod common;
+
 use bellperson::{
     groth16::{self, prepare_verifying_key, verify_proof},
     Circuit, ConstraintSystem, SynthesisError,
 };
 use blstrs::{Bls12, Scalar as Fr};
+use common::tools::fixture::{self, FixtureSpec};
 use cuzk::{
-    fixture::{self, FixtureSpec},
     porep::{self, FixtureShape},
     prover::{cpu::CpuProver, ProvingAssignment, StageTimes},
 };

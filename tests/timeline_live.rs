@@ -4,15 +4,15 @@
 
 mod common;
 
+use common::tools::analysis;
+
 use std::sync::{
     atomic::{AtomicU64, Ordering},
     Arc, Mutex,
 };
 
 use cuzk::{
-    analysis,
     engine::{Config, Engine, JobRequest},
-    fixture,
     porep::FixtureShape,
     timeline::{Event, EventKind},
 };
@@ -79,13 +79,10 @@ fn ten_partition_run_has_every_event_in_order() {
         seen_at_unregister,
         "sink called after unregister"
     );
-    assert!(fixture::verify_with_filecoin_proofs(
-        &c1,
-        spec.prover_id(),
-        spec.sector_id,
-        &out.proof
-    )
-    .unwrap());
+    assert!(
+        cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &out.proof)
+            .unwrap()
+    );
 
     let evs = events.lock().unwrap().clone();
     common::assert_partition_order(&evs, id, 10);

@@ -1180,7 +1180,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
         .fetch_add(n as u64, Ordering::Relaxed);
     let mut times = vec![StageTimes::default(); n];
     let results: Vec<(usize, Result<Proof<Bls12>>)> = if use_gpu {
-        porep::no_panic("proving", Status::Proving, || {
+        crate::error::catch("proving", Status::Proving, || {
             Ok(backend.prove_batch(&mut asgs, &srs, &rs, &ss, &mut times))
         })
         .unwrap_or_else(|e| (0..n).map(|i| (i, Err(e.clone()))).collect())
@@ -1250,7 +1250,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, backend: &dyn ProverBackend, items:
                 );
             }
             let mut st = StageTimes::default();
-            p.result = porep::no_panic("proving", Status::Proving, || {
+            p.result = crate::error::catch("proving", Status::Proving, || {
                 inner
                     .fallback
                     .prove(&mut asgs[i], &srs, rs[i], ss[i], &mut st)

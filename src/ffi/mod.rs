@@ -13,7 +13,6 @@
 
 use std::{
     ffi::{c_char, c_void, CStr, CString},
-    panic::{catch_unwind, AssertUnwindSafe},
     path::PathBuf,
     sync::Arc,
     time::Duration,
@@ -130,11 +129,7 @@ fn write_error(err_out: *mut cuzk_error, e: &Error) {
 
 /// Runs `f` behind the panic boundary; writes `err_out` on failure.
 fn boundary(err_out: *mut cuzk_error, f: impl FnOnce() -> Result<()>) -> Status {
-    let res = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let msg = crate::error::panic_message(p.as_ref());
-        Err(Error::new(Status::Panic, format!("Rust panic: {msg}")))
-    });
-    match res {
+    match crate::error::catch("cuzk", Status::Panic, f) {
         Ok(()) => Status::Ok,
         Err(e) => {
             write_error(err_out, &e);
@@ -439,7 +434,7 @@ pub extern "C" fn cuzk_verify_seal(
         }
         // SAFETY: non-NULL, 32 readable bytes (documented).
         let prover_id = unsafe { *prover_id };
-        let valid = crate::fixture::verify_with_filecoin_proofs(c1, prover_id, sector_id, proof)?;
+        let valid = crate::porep::verify::verify_seal(c1, prover_id, sector_id, proof)?;
         // SAFETY: non-NULL (checked).
         unsafe { *valid_out = valid };
         Ok(())

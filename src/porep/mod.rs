@@ -2,12 +2,9 @@
 //! public inputs and the Groth16 parameter file each circuit needs.
 
 pub mod input;
+pub mod verify;
 
-use std::{
-    panic::AssertUnwindSafe,
-    path::Path,
-    sync::{atomic::AtomicBool, Arc},
-};
+use std::sync::{atomic::AtomicBool, Arc};
 
 use bellperson::{
     groth16::{self, Parameters, Proof},
@@ -35,8 +32,8 @@ use storage_proofs_porep::stacked::{
 };
 
 use crate::{
-    error::{Error, Result, Status},
-    params::{params_path, vk_path, CircuitSize},
+    error::{catch, Error, Result, Status},
+    params::CircuitSize,
     prover::ProvingAssignment,
 };
 
@@ -218,24 +215,13 @@ struct StackedSeal<Tree: 'static + MerkleTreeTrait> {
     proofs: Vec<Vec<VanillaSealProof<Tree>>>,
 }
 
-/// Runs `f`, turning a panic inside the proofs crates into an error.
-pub(crate) fn no_panic<T>(what: &str, status: Status, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = crate::error::panic_message(p.as_ref());
-            Err(Error::new(status, format!("{what} panicked: {msg}")))
-        }
-    }
-}
-
 impl<Tree: 'static + MerkleTreeTrait> StackedSeal<Tree> {
     fn circuit(&self, k: usize) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
         let proof = self
             .proofs
             .get(k)
             .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))?;
-        no_panic("circuit construction", Status::InvalidInput, || {
+        catch("circuit construction", Status::InvalidInput, || {
             <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
                 &self.pub_inputs,
                 Default::default(),
@@ -264,14 +250,14 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<ProvingAssignment> {
         let circuit = self.circuit(k)?;
-        no_panic("synthesis", Status::Proving, || {
+        catch("synthesis", Status::Proving, || {
             ProvingAssignment::synthesize_abortable(circuit, size, abort)
                 .map_err(|e| Error::proving(format!("synthesis of partition {k} failed: {e}")))
         })
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
-        no_panic("public input generation", Status::Internal, || {
+        catch("public input generation", Status::Internal, || {
             <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
                 &self.pub_inputs,
                 &self.pub_params,
@@ -359,7 +345,7 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
     check_vanilla_shape(&proofs, &shape, |p| p.labeling_proofs.len())?;
     let sp = setup_params(c1.registered_proof, &shape);
     let porep_id = sp.porep_id;
-    let pub_params = no_panic("public parameter setup", Status::Internal, || {
+    let pub_params = catch("public parameter setup", Status::Internal, || {
         StackedDrg::<Tree, DefaultPieceHasher>::setup(&sp)
             .map_err(|e| Error::from_anyhow(Status::Internal, "public parameter setup", e))
     })?;
@@ -386,7 +372,7 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
         k: None,
     };
     // Vanilla proofs are checked before any proving work: a corrupted C1 fails here, in ms.
-    let ok = no_panic("vanilla proof verification", Status::InvalidInput, || {
+    let ok = catch("vanilla proof verification", Status::InvalidInput, || {
         StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(
             &pub_params,
             &pub_inputs,
@@ -472,7 +458,8 @@ pub fn api_version(proof: RegisteredSealProof) -> ApiVersion {
     proof.version()
 }
 
-fn with_tree_shape<R>(
+/// Calls the closure for the tree shape of `sector_size`.
+pub fn with_tree_shape<R>(
     sector_size: u64,
     f2k: impl FnOnce() -> R,
     f8m: impl FnOnce() -> R,
@@ -490,7 +477,8 @@ fn with_tree_shape<R>(
     })
 }
 
-fn public_params<Tree: 'static + MerkleTreeTrait>(
+/// filecoin-proofs' public parameters of a proof type (or fixture shape) for tree shape `Tree`.
+pub fn public_params<Tree: 'static + MerkleTreeTrait>(
     proof: RegisteredSealProof,
     shape: &Shape,
 ) -> Result<stacked::PublicParams<Tree>> {
@@ -522,81 +510,4 @@ pub fn params_id_for(proof: RegisteredSealProof, fixture: FixtureShape) -> Resul
         || params_id_tree::<SectorShape32GiB>(proof, &shape),
         || params_id_tree::<SectorShape64GiB>(proof, &shape),
     )?
-}
-
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
-) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::params(format!("cannot create {}: {e}", dir.display())))?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let res = (|| {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        write(&mut w)?;
-        w.flush()?;
-        w.get_ref().sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    res.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::params(format!("cannot write {}: {e}", path.display()))
-    })
-}
-
-fn generate_tree<Tree: 'static + MerkleTreeTrait>(
-    proof: RegisteredSealProof,
-    shape: &Shape,
-    dir: &Path,
-    seed: u64,
-) -> Result<String> {
-    use rand::SeedableRng;
-    let pp = public_params::<Tree>(proof, shape)?;
-    let id = <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
-        StackedCircuit<Tree, DefaultPieceHasher>,
-        stacked::PublicParams<Tree>,
-    >>::cache_identifier(&pp);
-    let circuit =
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
-    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(seed);
-    let params = groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng)
-        .map_err(|e| Error::params(format!("parameter generation failed: {e}")))?;
-    // .params last: its presence means the set is complete.
-    write_atomically(
-        &dir.join(storage_proofs_core::parameter_cache::metadata_id(&id)),
-        |w| {
-            serde_json::to_writer(w, &serde_json::json!({ "sector_size": shape.sector_size }))
-                .map_err(std::io::Error::other)
-        },
-    )?;
-    write_atomically(&vk_path(dir, &id), |w| params.vk.write(w))?;
-    write_atomically(&params_path(dir, &id), |w| params.write(w))?;
-    Ok(id)
-}
-
-/// Makes random (test) Groth16 parameters for a proof type or fixture shape in `dir`, in the
-/// standard `.params`/`.vk`/`.meta` form filecoin-proofs reads, unless they already exist.
-/// Returns the parameter id and whether it generated them.
-pub fn ensure_params(
-    proof: RegisteredSealProof,
-    fixture: FixtureShape,
-    dir: &Path,
-    seed: u64,
-) -> Result<(String, bool)> {
-    let id = params_id_for(proof, fixture)?;
-    if params_path(dir, &id).exists() && vk_path(dir, &id).exists() {
-        return Ok((id, false));
-    }
-    let shape = shape_for(proof, fixture)?;
-    let id = with_tree_shape(
-        shape.sector_size,
-        || generate_tree::<SectorShape2KiB>(proof, &shape, dir, seed),
-        || generate_tree::<SectorShape8MiB>(proof, &shape, dir, seed),
-        || generate_tree::<SectorShape512MiB>(proof, &shape, dir, seed),
-        || generate_tree::<SectorShape32GiB>(proof, &shape, dir, seed),
-        || generate_tree::<SectorShape64GiB>(proof, &shape, dir, seed),
-    )??;
-    Ok((id, true))
 }

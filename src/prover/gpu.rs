@@ -336,9 +336,10 @@ impl ProverBackend for SuprasealProver {
             let t = Instant::now();
             // supraseal reports device errors by panicking: that fails this call's partitions,
             // which the engine then proves again.
-            let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                supraseal_c2::generate_groth16_proofs(&provers, &r, &s, &mut proofs, &loaded.srs)
-            }));
+            let called = crate::error::catch("supraseal-c2", Status::Proving, || {
+                supraseal_c2::generate_groth16_proofs(&provers, &r, &s, &mut proofs, &loaded.srs);
+                Ok(())
+            });
             let gpu_ms = t.elapsed().as_secs_f64() * 1e3;
             for (j, &i) in run.iter().enumerate() {
                 let dev = gpu_of(j, run.len(), gpus);
@@ -348,10 +349,9 @@ impl ProverBackend for SuprasealProver {
                     dev,
                     match &called {
                         Ok(()) => Ok(proofs[j].clone()),
-                        Err(p) => Err(Error::proving(format!(
+                        Err(e) => Err(Error::proving(format!(
                             "{}: GPU prover failed: {}",
-                            self.names[dev],
-                            crate::error::panic_message(p.as_ref())
+                            self.names[dev], e.message
                         ))),
                     },
                 ));

@@ -3,12 +3,15 @@
 
 use std::path::PathBuf;
 
+#[path = "../../src/tools/mod.rs"]
+pub mod tools;
+
 use cuzk::{
     engine,
-    fixture::{self, FixtureSpec, SetupReport},
     porep::FixtureShape,
     timeline::{Event, EventKind, NO_PARTITION},
 };
+use tools::fixture::{self, FixtureSpec, SetupReport};
 
 /// The parameter cache the tests use (outside the repository; `make test` fills it once).
 pub fn params_dir() -> PathBuf {

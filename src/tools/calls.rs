@@ -16,7 +16,7 @@ use ff::Field;
 use rand::SeedableRng;
 use rayon::prelude::*;
 
-use crate::{
+use cuzk::{
     budget::Budget,
     engine,
     error::{Error, Result, Status},
@@ -83,7 +83,7 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
     let parsed = porep::parse_c1(&spec.c1)?;
     let prepared = porep::prepare(parsed.c1, spec.prover_id, spec.sector_id, spec.shape)?;
     let circuits = prepared.circuits;
-    let budget = Budget::new(crate::budget::default_budget());
+    let budget = Budget::new(cuzk::budget::default_budget());
     let srs = SrsCache::new(spec.params_dir.clone()).get(circuits.params_id(), &budget)?;
     let widest = *spec.widths.iter().max().expect("not empty");
     let backend = engine::select_backends(&spec.devices, widest)?
@@ -128,7 +128,7 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
             }
             let cpu0 = process_cpu_time();
             let t = Instant::now();
-            let results = porep::no_panic("prover call", Status::Proving, || {
+            let results = cuzk::error::catch("prover call", Status::Proving, || {
                 Ok(backend.prove_batch(&mut asgs[..width], &srs, &rs, &ss, &mut times))
             })?;
             walls.push(t.elapsed().as_secs_f64() * 1e3);
@@ -169,31 +169,4 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
         synth_ms,
         rows,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bad_widths_and_reps_are_argument_errors() {
-        let spec = |widths: Vec<usize>, reps| CallsSpec {
-            c1: Vec::new(),
-            prover_id: [0; 32],
-            sector_id: 1,
-            shape: FixtureShape::default(),
-            devices: "cpu".into(),
-            widths,
-            reps,
-            params_dir: PathBuf::from("."),
-        };
-        for s in [spec(vec![], 1), spec(vec![1, 0], 1), spec(vec![1], 0)] {
-            assert_eq!(run(&s).unwrap_err().status, Status::InvalidArgument);
-        }
-        // Past the arguments, bad input is reported as such.
-        assert_eq!(
-            run(&spec(vec![1], 1)).unwrap_err().status,
-            Status::InvalidInput
-        );
-    }
 }

@@ -12,12 +12,11 @@ use blstrs::{Bls12, Scalar as Fr};
 use ff::{Field, PrimeField};
 use rand::SeedableRng;
 
-use crate::{
+use cuzk::{
     budget::Budget,
     engine,
     error::{Error, Result},
     params::SrsCache,
-    porep,
     prover::{cpu::CpuProver, ProvingAssignment, StageTimes},
 };
 
@@ -88,7 +87,7 @@ pub struct Report {
 pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     let rounds = (constraints / 2).max(1);
     let id = format!("cuzk-selftest-{rounds}");
-    let path = crate::params::params_path(dir, &id);
+    let path = cuzk::params::params_path(dir, &id);
     let t = Instant::now();
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(rounds as u64);
     let params = groth16::generate_random_parameters::<Bls12, _, _>(
@@ -134,7 +133,7 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
         let s = Fr::random(&mut rng);
         let mut stages = StageTimes::default();
         let t = Instant::now();
-        let proof = porep::no_panic("self-test", crate::Status::Proving, || {
+        let proof = cuzk::error::catch("self-test", cuzk::Status::Proving, || {
             b.prove(&mut asg, &srs, r, s, &mut stages)
         })?;
         let prove_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -155,7 +154,7 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     };
     if let Some(bad) = report.results.iter().find(|r| !r.verified) {
         return Err(Error::new(
-            crate::Status::VerifyFailed,
+            cuzk::Status::VerifyFailed,
             format!("self-test proof from {} does not verify", bad.backend),
         ));
     }

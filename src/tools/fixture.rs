@@ -18,10 +18,19 @@ use filecoin_proofs_api::{
 };
 use rand::{RngCore, SeedableRng};
 
-use crate::{
+use bellperson::groth16;
+use blstrs::Bls12;
+use cuzk::{
     error::{Error, Result, Status},
+    params::{params_path, vk_path},
     porep::{self, FixtureShape},
 };
+use filecoin_proofs::{
+    DefaultPieceHasher, MerkleTreeTrait, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB,
+    SectorShape64GiB, SectorShape8MiB,
+};
+use storage_proofs_core::{compound_proof::CompoundProof, parameter_cache::CacheableParameters};
+use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound};
 
 /// Everything needed to (re)make one fixture.
 #[derive(Clone, Debug)]
@@ -208,39 +217,6 @@ pub fn baseline_c2(c1_json: &[u8], prover_id: [u8; 32], sector_id: u64) -> Resul
         .map_err(|e| Error::from_anyhow(Status::Proving, "filecoin-proofs seal_commit_phase2", e))
 }
 
-/// filecoin-proofs' `verify_seal` for a C1 output's sector and a proof. Reads the `.vk` from
-/// `FIL_PROOFS_PARAMETER_CACHE`.
-pub fn verify_with_filecoin_proofs(
-    c1_json: &[u8],
-    prover_id: [u8; 32],
-    sector_id: u64,
-    proof: &[u8],
-) -> Result<bool> {
-    let parsed = porep::parse_c1(c1_json)?;
-    let c1 = parsed.c1;
-    // A proof that is not a whole number of well-formed Groth16 proofs is simply invalid;
-    // errors past this point (missing verifying key, ...) are real errors.
-    if proof.is_empty() || proof.len() % crate::PROOF_BYTES != 0 {
-        return Ok(false);
-    }
-    for chunk in proof.chunks(crate::PROOF_BYTES) {
-        if bellperson::groth16::Proof::<blstrs::Bls12>::read(chunk).is_err() {
-            return Ok(false);
-        }
-    }
-    seal::verify_seal(
-        c1.registered_proof,
-        c1.comm_r,
-        c1.comm_d,
-        prover_id,
-        SectorId::from(sector_id),
-        c1.ticket,
-        c1.seed,
-        proof,
-    )
-    .map_err(|e| Error::from_anyhow(Status::Params, "filecoin-proofs verify_seal", e))
-}
-
 /// Where fixtures live: `$CUZK_FIXTURE_DIR`, else `<params dir>/cuzk-fixtures`.
 pub fn fixture_dir(params_dir: &Path) -> PathBuf {
     std::env::var_os("CUZK_FIXTURE_DIR")
@@ -267,7 +243,7 @@ pub struct SetupReport {
 pub fn setup(spec: &FixtureSpec, params_dir: &Path) -> Result<SetupReport> {
     apply_fixture_tables(spec.proof, spec.shape)?;
     let t = Instant::now();
-    let (params_id, generated) = porep::ensure_params(spec.proof, spec.shape, params_dir, 0x5eed)?;
+    let (params_id, generated) = ensure_params(spec.proof, spec.shape, params_dir, 0x5eed)?;
     let params_seconds = t.elapsed().as_secs_f64();
     let dir = fixture_dir(params_dir);
     let c1_path = dir.join(format!("{}.c1.json", spec.name()));
@@ -283,7 +259,7 @@ pub fn setup(spec: &FixtureSpec, params_dir: &Path) -> Result<SetupReport> {
     }
     Ok(SetupReport {
         name: spec.name(),
-        params_path: crate::params::params_path(params_dir, &params_id),
+        params_path: params_path(params_dir, &params_id),
         c1_path,
         params_id,
         params_generated: generated,
@@ -293,4 +269,81 @@ pub fn setup(spec: &FixtureSpec, params_dir: &Path) -> Result<SetupReport> {
         miner_id: spec.miner_id,
         prover_id: hex::encode(spec.prover_id()),
     })
+}
+
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::params(format!("cannot create {}: {e}", dir.display())))?;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let res = (|| {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        write(&mut w)?;
+        w.flush()?;
+        w.get_ref().sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    res.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::params(format!("cannot write {}: {e}", path.display()))
+    })
+}
+
+fn generate_tree<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredSealProof,
+    shape: &porep::Shape,
+    dir: &Path,
+    seed: u64,
+) -> Result<String> {
+    use rand::SeedableRng;
+    let pp = porep::public_params::<Tree>(proof, shape)?;
+    let id = <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+        StackedCircuit<Tree, DefaultPieceHasher>,
+        stacked::PublicParams<Tree>,
+    >>::cache_identifier(&pp);
+    let circuit =
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(seed);
+    let params = groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng)
+        .map_err(|e| Error::params(format!("parameter generation failed: {e}")))?;
+    // .params last: its presence means the set is complete.
+    write_atomically(
+        &dir.join(storage_proofs_core::parameter_cache::metadata_id(&id)),
+        |w| {
+            serde_json::to_writer(w, &serde_json::json!({ "sector_size": shape.sector_size }))
+                .map_err(std::io::Error::other)
+        },
+    )?;
+    write_atomically(&vk_path(dir, &id), |w| params.vk.write(w))?;
+    write_atomically(&params_path(dir, &id), |w| params.write(w))?;
+    Ok(id)
+}
+
+/// Makes random (test) Groth16 parameters for a proof type or fixture shape in `dir`, in the
+/// standard `.params`/`.vk`/`.meta` form filecoin-proofs reads, unless they already exist.
+/// Returns the parameter id and whether it generated them.
+pub fn ensure_params(
+    proof: RegisteredSealProof,
+    fixture: FixtureShape,
+    dir: &Path,
+    seed: u64,
+) -> Result<(String, bool)> {
+    let id = porep::params_id_for(proof, fixture)?;
+    if params_path(dir, &id).exists() && vk_path(dir, &id).exists() {
+        return Ok((id, false));
+    }
+    let shape = porep::shape_for(proof, fixture)?;
+    let id = porep::with_tree_shape(
+        shape.sector_size,
+        || generate_tree::<SectorShape2KiB>(proof, &shape, dir, seed),
+        || generate_tree::<SectorShape8MiB>(proof, &shape, dir, seed),
+        || generate_tree::<SectorShape512MiB>(proof, &shape, dir, seed),
+        || generate_tree::<SectorShape32GiB>(proof, &shape, dir, seed),
+        || generate_tree::<SectorShape64GiB>(proof, &shape, dir, seed),
+    )??;
+    Ok((id, true))
 }

@@ -8,13 +8,18 @@ use std::{
 };
 
 use clap::{Args, Parser, Subcommand};
+#[path = "../../tools/mod.rs"]
+mod tools;
+
 use cuzk::{
-    analysis,
     engine::{self, Config, Engine, JobOutput, JobRequest},
-    fixture::{self, FixtureSpec},
     porep::{self, FixtureShape},
     timeline::{self, Event},
     Error, Status,
+};
+use tools::{
+    analysis,
+    fixture::{self, FixtureSpec},
 };
 
 #[derive(Parser)]
@@ -387,7 +392,7 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             reps,
             json,
         }) => {
-            let rep = cuzk::calls::run(&cuzk::calls::CallsSpec {
+            let rep = tools::calls::run(&tools::calls::CallsSpec {
                 c1: read(&c1)?,
                 prover_id: id.prover_id()?,
                 sector_id: id.sector_id,
@@ -440,7 +445,7 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             let parsed = porep::parse_c1(&bytes)?;
             fixture::apply_fixture_tables(parsed.c1.registered_proof, shape.shape())?;
             let valid =
-                fixture::verify_with_filecoin_proofs(&bytes, id.prover_id()?, id.sector_id, &proof)
+                cuzk::porep::verify::verify_seal(&bytes, id.prover_id()?, id.sector_id, &proof)
                     .unwrap_or_else(|e| {
                         eprintln!("cuzk: verify_seal: {e}");
                         false
@@ -505,7 +510,7 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
             devices,
         } => {
             let dir = tempfile::tempdir().map_err(|e| Error::internal(format!("temp dir: {e}")))?;
-            let rep = cuzk::selftest::run(constraints, &devices, dir.path())?;
+            let rep = tools::selftest::run(constraints, &devices, dir.path())?;
             println!(
                 "self-test circuit: {} constraints (parameters generated in {:.1} s)",
                 rep.constraints,
@@ -620,7 +625,7 @@ fn demo(params_dir: PathBuf, shape: FixtureShape) -> Result<ExitCode, Error> {
     }
     println!("== 4. verify with filecoin-proofs verify_seal");
     let valid =
-        fixture::verify_with_filecoin_proofs(&c1, spec.prover_id(), spec.sector_id, &out.proof)?;
+        cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &out.proof)?;
     println!("   verify_seal: {}", if valid { "true" } else { "FALSE" });
     Ok(if valid {
         ExitCode::SUCCESS
@@ -893,7 +898,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         match r {
             Ok((i, wall_ms, out)) => {
                 let valid =
-                    fixture::verify_with_filecoin_proofs(&c1, a.prover_id, a.sector_id, &out.proof)
+                    cuzk::porep::verify::verify_seal(&c1, a.prover_id, a.sector_id, &out.proof)
                         .unwrap_or(false);
                 times.push(ProofTimes {
                     index: i,

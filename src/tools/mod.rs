@@ -1,0 +1,11 @@
+//! Tools of the `cuzk` command line and of the tests, outside the library that hosts link:
+//! test fixtures (small sealed sectors, random parameters, filecoin-proofs' own C2), timeline
+//! analysis and the SVG waterfall, the prover call benchmark and the device self-test.
+//!
+//! The CLI (`src/bin/cuzk/`) and the integration tests (`tests/common/`) compile this tree in
+//! with `#[path]`; it uses cuzk only through the library's public API (`cuzk::...`).
+
+pub mod analysis;
+pub mod calls;
+pub mod fixture;
+pub mod selftest;
