@@ -1,0 +1,186 @@
+//! Status snapshots of the engine and their Prometheus form.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{health::DeviceStatus, Engine};
+
+/// Counters for status reports.
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) completed: AtomicU64,
+    pub(super) failed: AtomicU64,
+    pub(super) cancelled: AtomicU64,
+    pub(super) cpu_retries: AtomicU64,
+    pub(super) synthesizing: AtomicU64,
+    pub(super) proving: AtomicU64,
+}
+
+/// A snapshot of the engine's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EngineStatus {
+    pub running: bool,
+    pub jobs_in_flight: usize,
+    /// Partitions waiting for a synthesis worker.
+    pub synthesis_queue: usize,
+    /// Partitions being synthesized.
+    pub synthesizing: u64,
+    /// Partitions synthesized, waiting for a prover.
+    pub prover_queue: usize,
+    /// Partitions being proved.
+    pub proving: u64,
+    pub memory_budget: u64,
+    pub memory_reserved: u64,
+    pub memory_peak: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    /// Partitions a GPU failed on and the CPU proved instead.
+    pub cpu_retries: u64,
+    pub resident_params: Vec<String>,
+    pub devices: Vec<DeviceStatus>,
+}
+
+impl EngineStatus {
+    /// The status as Prometheus text exposition.
+    pub fn prometheus(&self) -> String {
+        let mut s = String::new();
+        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
+            s.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+            for (labels, v) in samples {
+                s.push_str(&format!("{name}{labels} {v}\n"));
+            }
+        };
+        let one = |v: f64| vec![(String::new(), v)];
+        metric(
+            "cuzk_up",
+            "gauge",
+            "1 while the engine runs.",
+            &one(self.running as u8 as f64),
+        );
+        metric(
+            "cuzk_jobs_completed_total",
+            "counter",
+            "Jobs that returned a verified proof.",
+            &one(self.completed as f64),
+        );
+        metric(
+            "cuzk_jobs_failed_total",
+            "counter",
+            "Jobs that ended with an error.",
+            &one(self.failed as f64),
+        );
+        metric(
+            "cuzk_jobs_cancelled_total",
+            "counter",
+            "Jobs cancelled.",
+            &one(self.cancelled as f64),
+        );
+        metric(
+            "cuzk_partitions_cpu_retried_total",
+            "counter",
+            "Partitions a GPU failed on, proved again on the CPU.",
+            &one(self.cpu_retries as f64),
+        );
+        metric(
+            "cuzk_jobs_in_flight",
+            "gauge",
+            "Jobs submitted and not finished.",
+            &one(self.jobs_in_flight as f64),
+        );
+        metric(
+            "cuzk_partitions",
+            "gauge",
+            "Partitions by state.",
+            &[
+                ("{state=\"queued\"}".into(), self.synthesis_queue as f64),
+                ("{state=\"synthesizing\"}".into(), self.synthesizing as f64),
+                ("{state=\"ready\"}".into(), self.prover_queue as f64),
+                ("{state=\"proving\"}".into(), self.proving as f64),
+            ],
+        );
+        metric(
+            "cuzk_memory_budget_bytes",
+            "gauge",
+            "Memory budget.",
+            &one(self.memory_budget as f64),
+        );
+        metric(
+            "cuzk_memory_reserved_bytes",
+            "gauge",
+            "Memory reserved now.",
+            &one(self.memory_reserved as f64),
+        );
+        metric(
+            "cuzk_memory_reserved_peak_bytes",
+            "gauge",
+            "Highest reservation.",
+            &one(self.memory_peak as f64),
+        );
+        metric(
+            "cuzk_params_resident",
+            "gauge",
+            "Parameter sets in memory.",
+            &one(self.resident_params.len() as f64),
+        );
+        let dev = |f: &dyn Fn(&DeviceStatus) -> f64| -> Vec<(String, f64)> {
+            self.devices
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (format!("{{device=\"{i}\",name=\"{}\"}}", d.name), f(d)))
+                .collect()
+        };
+        metric(
+            "cuzk_device_busy",
+            "gauge",
+            "1 while the device proves a partition.",
+            &dev(&|d| d.current.is_some() as u8 as f64),
+        );
+        metric(
+            "cuzk_device_enabled",
+            "gauge",
+            "1 while the device is in service.",
+            &dev(&|d| d.enabled as u8 as f64),
+        );
+        metric(
+            "cuzk_device_consecutive_failures",
+            "gauge",
+            "Partitions failed in a row on the device (3 take it out of service).",
+            &dev(&|d| d.consecutive_failures as f64),
+        );
+        metric(
+            "cuzk_device_partitions_total",
+            "counter",
+            "Partitions proved by the device.",
+            &dev(&|d| d.partitions_proved as f64),
+        );
+        s
+    }
+}
+
+impl Engine {
+    pub fn status(&self) -> EngineStatus {
+        let i = &self.inner;
+        EngineStatus {
+            running: i.running.load(Ordering::Acquire),
+            jobs_in_flight: i
+                .jobs
+                .lock()
+                .values()
+                .filter(|j| j.state.lock().result.is_none())
+                .count(),
+            synthesis_queue: i.synth_q.len(),
+            synthesizing: i.counters.synthesizing.load(Ordering::Relaxed),
+            prover_queue: i.prove_q.len(),
+            proving: i.counters.proving.load(Ordering::Relaxed),
+            memory_budget: i.budget.total(),
+            memory_reserved: i.budget.used(),
+            memory_peak: i.budget.peak(),
+            completed: i.counters.completed.load(Ordering::Relaxed),
+            failed: i.counters.failed.load(Ordering::Relaxed),
+            cancelled: i.counters.cancelled.load(Ordering::Relaxed),
+            cpu_retries: i.counters.cpu_retries.load(Ordering::Relaxed),
+            resident_params: i.srs.resident(),
+            devices: i.devices.lock().clone(),
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Synthesis workers: each takes the highest-priority partition, reserves its memory and
+//! synthesizes it, then hands it to the prover queue.
+
+use std::{
+    sync::{atomic::Ordering, Arc},
+    time::Instant,
+};
+
+use super::{
+    dispatch::ProveItem,
+    jobs::{finish, ms, Job},
+    queue::Key,
+    Inner,
+};
+use crate::{
+    error::{Error, Result, Status},
+    params::Srs,
+    timeline::EventKind,
+};
+
+pub(super) struct SynthItem {
+    pub(super) job: Arc<Job>,
+    pub(super) partition: usize,
+}
+
+/// Lets every backend load a circuit's parameters the first time they are used.
+pub(super) fn prepare_backends(inner: &Inner, srs: &Srs) -> Result<()> {
+    if inner.prepared.lock().contains(&srs.id) {
+        return Ok(());
+    }
+    for b in &inner.backends {
+        b.prepare(srs)?;
+    }
+    inner.prepared.lock().insert(srs.id.clone());
+    Ok(())
+}
+
+pub(super) fn synth_worker(inner: &Arc<Inner>, w: usize) {
+    let nice = inner.cfg.synthesis_nice.unwrap_or(0);
+    if nice != 0 {
+        if let Err(e) = crate::sys::os::set_thread_nice(nice) {
+            if w == 0 {
+                log::warn!("cannot lower the synthesis threads' priority: {e}");
+            }
+        }
+    }
+    loop {
+        // Two calls' worth per prover: a multi-GPU or batching backend takes several
+        // partitions per call (re-read: devices can leave service).
+        let lookahead = match inner.cfg.synthesis_lookahead {
+            0 => {
+                2 * inner
+                    .backends
+                    .iter()
+                    .map(|b| b.max_batch().max(1))
+                    .sum::<usize>()
+            }
+            n => n,
+        };
+        // Do not run ahead of the provers: synthesized partitions hold their memory until proved.
+        inner
+            .prove_q
+            .wait_below(lookahead, || !inner.running.load(Ordering::Acquire));
+        let Some((key, item)) = inner.synth_q.pop() else {
+            break;
+        };
+        let SynthItem { job, partition } = item;
+        if job.stopped() {
+            continue;
+        }
+        if let Err(e) = synthesize_one(inner, w, key, &job, partition) {
+            finish(inner, &job, Err(e));
+        }
+    }
+}
+
+pub(super) fn synthesize_one(
+    inner: &Arc<Inner>,
+    w: usize,
+    key: Key,
+    job: &Arc<Job>,
+    k: usize,
+) -> Result<()> {
+    let Ok(circuits) = job.circuits() else {
+        return Ok(());
+    };
+    let srs = inner.srs.get(circuits.params_id(), &inner.budget)?;
+    prepare_backends(inner, &srs)?;
+    let bytes = srs.size.working_bytes();
+    let stop = || {
+        if job.stopped() {
+            Some(Error::new(Status::Cancelled, "stopped"))
+        } else if !inner.running.load(Ordering::Acquire) {
+            Some(Error::new(Status::NotRunning, "the engine was shut down"))
+        } else {
+            None
+        }
+    };
+    let reservation =
+        match inner
+            .budget
+            .acquire(bytes, &format!("partition {k} of job {}", job.id), stop)
+        {
+            Ok(r) => r,
+            Err(e) if e.status == Status::Cancelled => return Ok(()),
+            Err(e) => return Err(e),
+        };
+    let start = Instant::now();
+    inner
+        .timeline
+        .emit(EventKind::SynthStart, job.id, k as u32, w as u32, bytes, "");
+    inner.counters.synthesizing.fetch_add(1, Ordering::Relaxed);
+    let synthesized = circuits.synthesize(k, Some(srs.size), Some(job.stop.clone()));
+    drop(circuits);
+    inner.counters.synthesizing.fetch_sub(1, Ordering::Relaxed);
+    let assignment = match synthesized {
+        Ok(a) => a,
+        // Abandoned: the job ended while this partition was being synthesized.
+        Err(_) if job.stopped() => {
+            let ms = start.elapsed().as_millis() as u64;
+            inner.timeline.emit(
+                EventKind::SynthEnd,
+                job.id,
+                k as u32,
+                w as u32,
+                ms,
+                "aborted",
+            );
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    let synth_end = Instant::now();
+    let synth_ms = ms(synth_end - start);
+    inner.timeline.emit(
+        EventKind::SynthEnd,
+        job.id,
+        k as u32,
+        w as u32,
+        synth_ms as u64,
+        "",
+    );
+    {
+        let mut st = job.state.lock();
+        let r = &mut st.reports[k];
+        r.partition = k;
+        r.queue_ms = ms(start - job.submitted);
+        r.synth_ms = synth_ms;
+        r.synth_worker = w;
+        r.reserved_bytes = bytes;
+    }
+    if job.stopped() {
+        return Ok(());
+    }
+    let item = ProveItem {
+        job: job.clone(),
+        partition: k,
+        srs,
+        assignment,
+        _reservation: reservation,
+        synth_end,
+    };
+    inner
+        .timeline
+        .emit(EventKind::ChanSend, job.id, k as u32, w as u32, 0, "");
+    if inner.prove_q.push(key, item).is_err() {
+        return Err(Error::new(Status::NotRunning, "the engine was shut down"));
+    }
+    Ok(())
+}
