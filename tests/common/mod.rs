@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+// Each test uses a part of the tools.
+#[allow(unused_imports)]
 #[path = "../../src/tools/mod.rs"]
 pub mod tools;
 

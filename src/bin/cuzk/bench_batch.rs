@@ -1,0 +1,479 @@
+//! `cuzk bench batch`: a stream of proofs through one engine, against the incumbent.
+
+use std::{
+    path::PathBuf,
+    process::ExitCode,
+    sync::{Arc, Mutex},
+    time::Instant,
+};
+
+use clap::Args;
+use cuzk::{
+    engine::{Config, Engine, JobRequest},
+    porep::{self, FixtureShape},
+    timeline::Event,
+    Error,
+};
+
+use crate::{
+    peak_rss, read,
+    tools::{analysis, fixture},
+    write_file, ShapeArgs,
+};
+
+/// A stream of COUNT proofs with at most CONCURRENCY in flight through one engine: per-proof
+/// times, proofs per minute, prover busy %, idle gaps, peak RSS, a waterfall SVG and a JSON
+/// summary; with --baseline also filecoin-proofs' seal_commit_phase2 on the same inputs.
+#[derive(Args)]
+pub struct BatchCmdArgs {
+    #[arg(long)]
+    c1: PathBuf,
+    /// Sector number (default 1, the fixtures' sector).
+    #[arg(long, default_value_t = 1)]
+    pub sector_id: u64,
+    /// Miner actor id (default 1000, the fixtures' miner).
+    #[arg(long, default_value_t = 1000)]
+    pub miner_id: u64,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Proofs to make.
+    #[arg(short = 'c', long, default_value_t = 4)]
+    pub count: usize,
+    /// Proofs in flight at once.
+    #[arg(short = 'j', long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Synthesis workers (0: automatic).
+    #[arg(long, default_value_t = 0)]
+    pub synthesis_workers: usize,
+    /// Synthesized partitions that may wait for a prover (0: automatic).
+    #[arg(long, default_value_t = 0)]
+    pub lookahead: usize,
+    /// Also run filecoin-proofs' seal_commit_phase2 COUNT times, CONCURRENCY at once.
+    #[arg(long)]
+    pub baseline: bool,
+    /// Also run an external incumbent build (bench/fp-baseline) as LABEL=PATH, after cuzk,
+    /// with the same inputs, count and concurrency; repeatable.
+    #[arg(long = "baseline-bin", value_name = "LABEL=PATH")]
+    pub baseline_bins: Vec<String>,
+    /// Proofs in flight for the external incumbent runs (default: CONCURRENCY). The
+    /// incumbent as deployed runs one at a time: 1.
+    #[arg(long)]
+    pub baseline_jobs: Option<usize>,
+    /// Proofs for the external incumbent runs (default: COUNT).
+    #[arg(long)]
+    pub baseline_count: Option<usize>,
+    /// Provers as in CUZK_DEVICES: auto, cpu, or a number of GPUs.
+    #[arg(long, default_value = "")]
+    pub devices: String,
+    /// Partitions per GPU call (0: CUZK_GPU_BATCH or the default).
+    #[arg(long, default_value_t = 0)]
+    pub gpu_batch: usize,
+    /// Take device D out of service once K proofs are done (D@K), to show its partitions
+    /// finishing elsewhere.
+    #[arg(long, value_name = "D@K")]
+    pub disable_device: Option<String>,
+    /// Waterfall SVG output.
+    #[arg(long, default_value = "cuzk-waterfall.svg")]
+    pub svg: PathBuf,
+    /// JSON summary output.
+    #[arg(long, default_value = "cuzk-bench.json")]
+    pub json: PathBuf,
+    /// TIMELINE log output (for `cuzk waterfall` later).
+    #[arg(long)]
+    pub timeline: Option<PathBuf>,
+}
+
+pub fn batch(args: BatchCmdArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
+    let BatchCmdArgs {
+        c1,
+        sector_id,
+        miner_id,
+        shape,
+        count,
+        concurrency,
+        synthesis_workers,
+        lookahead,
+        baseline,
+        baseline_bins,
+        baseline_jobs,
+        baseline_count,
+        devices,
+        gpu_batch,
+        disable_device,
+        svg,
+        json,
+        timeline,
+    } = args;
+    bench_batch(BatchArgs {
+        baseline_jobs,
+        baseline_count,
+        devices,
+        gpu_batch,
+        disable_device,
+        lookahead,
+        c1,
+        sector_id,
+        prover_id: porep::prover_id_from_miner(miner_id),
+        miner_id,
+        shape: shape.shape(),
+        count,
+        concurrency,
+        synthesis_workers,
+        baseline,
+        baseline_bins,
+        svg,
+        json,
+        timeline,
+        params_dir,
+    })
+}
+
+struct BatchArgs {
+    lookahead: usize,
+    c1: PathBuf,
+    sector_id: u64,
+    prover_id: [u8; 32],
+    miner_id: u64,
+    shape: FixtureShape,
+    count: usize,
+    concurrency: usize,
+    synthesis_workers: usize,
+    baseline: bool,
+    baseline_bins: Vec<String>,
+    baseline_jobs: Option<usize>,
+    baseline_count: Option<usize>,
+    devices: String,
+    gpu_batch: usize,
+    disable_device: Option<String>,
+    svg: PathBuf,
+    json: PathBuf,
+    timeline: Option<PathBuf>,
+    params_dir: PathBuf,
+}
+
+#[derive(serde::Serialize, Clone, Default)]
+struct ProofTimes {
+    index: usize,
+    job: u64,
+    wall_ms: f64,
+    queue_ms: f64,
+    synth_ms: f64,
+    prove_ms: f64,
+    /// GPU call time summed over partitions (GPU backends).
+    gpu_ms: f64,
+    verified: bool,
+}
+
+fn progress(count: usize, what: &str) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new(count as u64);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:>16} [{bar:40}] {pos}/{len} proofs, {elapsed_precise} (eta {eta})",
+        )
+        .expect("template")
+        .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+/// Runs `count` tasks with at most `concurrency` at once; returns their results in order.
+fn run_concurrently<T: Send>(
+    count: usize,
+    concurrency: usize,
+    task: impl Fn(usize) -> T + Sync,
+) -> Vec<T> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<T>>> = Mutex::new((0..count).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..concurrency.max(1).min(count.max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= count {
+                    break;
+                }
+                let r = task(i);
+                results.lock().expect("results")[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("results")
+        .into_iter()
+        .map(|r| r.expect("every task ran"))
+        .collect()
+}
+
+fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
+    let c1 = read(&a.c1)?;
+    let parsed = porep::parse_c1(&c1)?;
+    // For filecoin-proofs (baseline, verify_seal) in this process; the engine does not read it.
+    fixture::apply_fixture_tables(parsed.c1.registered_proof, a.shape)?;
+    let engine = Engine::start(Config {
+        synthesis_workers: a.synthesis_workers,
+        synthesis_lookahead: a.lookahead,
+        params_dir: a.params_dir.clone(),
+        timeline_file: a.timeline.clone(),
+        devices: a.devices.clone(),
+        gpu_batch: a.gpu_batch,
+        ..Config::default()
+    })?;
+    let disable = match &a.disable_device {
+        None => None,
+        Some(spec) => {
+            let (d, k) = spec
+                .split_once('@')
+                .and_then(|(d, k)| Some((d.parse::<usize>().ok()?, k.parse::<usize>().ok()?)))
+                .ok_or_else(|| {
+                    Error::invalid_argument(format!("--disable-device wants D@K, not {spec:?}"))
+                })?;
+            Some((d, k))
+        }
+    };
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let ev = events.clone();
+    engine.add_timeline_sink(Arc::new(move |e| {
+        ev.lock().expect("events").push(e.clone())
+    }));
+    let req = JobRequest {
+        c1: c1.clone(),
+        sector_id: a.sector_id,
+        prover_id: a.prover_id,
+        priority: 0,
+        fixture: a.shape,
+    };
+    // Load the parameters before the clock starts (filecoin-proofs maps its file lazily).
+    let warm = Instant::now();
+    engine.preload(&req)?;
+    let warm_s = warm.elapsed().as_secs_f64();
+
+    eprintln!(
+        "cuzk bench batch: {} proofs, {} in flight, {} synthesis workers, {} (parameters loaded in {:.1} s)",
+        a.count,
+        a.concurrency,
+        engine.config().synthesis_workers,
+        a.c1.display(),
+        warm_s
+    );
+    let pb = progress(a.count, "cuzk");
+    let t0 = Instant::now();
+    let results = run_concurrently(a.count, a.concurrency, |i| {
+        let t = Instant::now();
+        let r = engine.prove(req.clone());
+        pb.inc(1);
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if let Some((d, k)) = disable {
+            if n == k {
+                match engine.set_device_enabled(d, false) {
+                    Ok(()) => eprintln!("device {d} taken out of service after {k} proofs"),
+                    Err(e) => eprintln!("cannot take device {d} out of service: {e}"),
+                }
+            }
+        }
+        r.map(|o| (i, t.elapsed().as_secs_f64() * 1e3, o))
+    });
+    let total_s = t0.elapsed().as_secs_f64();
+    pb.finish();
+    let status = engine.status();
+    let engine_gpu_batch = engine.config().gpu_batch;
+    engine.shutdown();
+
+    let mut times = Vec::new();
+    let mut failed = 0;
+    for r in results {
+        match r {
+            Ok((i, wall_ms, out)) => {
+                let valid =
+                    cuzk::porep::verify::verify_seal(&c1, a.prover_id, a.sector_id, &out.proof)
+                        .unwrap_or(false);
+                times.push(ProofTimes {
+                    index: i,
+                    job: 0,
+                    wall_ms,
+                    queue_ms: out
+                        .partitions
+                        .iter()
+                        .map(|p| p.queue_ms)
+                        .fold(f64::INFINITY, f64::min),
+                    synth_ms: out.partitions.iter().map(|p| p.synth_ms).sum(),
+                    prove_ms: out.partitions.iter().map(|p| p.prove_ms).sum(),
+                    gpu_ms: out.partitions.iter().map(|p| p.stages.gpu_ms).sum(),
+                    verified: valid && out.verified,
+                });
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("proof failed: {e}");
+            }
+        }
+    }
+    let evs = events.lock().expect("events").clone();
+    let an = analysis::analyze(&evs);
+    println!("\n proof   wall_s  queue_s  synth_s(sum)  prove_s(sum)  verified");
+    for t in &times {
+        println!(
+            "{:>6}  {:>7.2}  {:>7.2}  {:>12.2}  {:>12.2}  {}",
+            t.index,
+            t.wall_ms / 1e3,
+            t.queue_ms / 1e3,
+            t.synth_ms / 1e3,
+            t.prove_ms / 1e3,
+            if t.verified { "yes" } else { "NO" }
+        );
+    }
+    let ppm = times.len() as f64 / total_s * 60.0;
+    let parts = an.partitions.len();
+    let gpu_sum: f64 = times.iter().map(|t| t.gpu_ms).sum();
+    if gpu_sum > 0.0 && parts > 0 {
+        println!(
+            "\nGPU call holding a partition: mean {:.0} ms (a call proves a batch; prove incl. pickup {:.0} ms); synthesis per partition {:.0} ms",
+            gpu_sum / parts as f64,
+            times.iter().map(|t| t.prove_ms).sum::<f64>() / parts as f64,
+            times.iter().map(|t| t.synth_ms).sum::<f64>() / parts as f64,
+        );
+    }
+    println!();
+    print!(
+        "{}",
+        analysis::report(&an).split("\n\n").nth(2).unwrap_or("")
+    );
+    println!(
+        "cuzk: {} proofs in {:.1} s = {:.2} proofs/min; peak RSS {} MiB; memory reserved peak {} MiB of {} MiB budget",
+        times.len(),
+        total_s,
+        ppm,
+        peak_rss() >> 20,
+        status.memory_peak >> 20,
+        status.memory_budget >> 20
+    );
+    for (i, d) in status.devices.iter().enumerate() {
+        println!(
+            "device {i} {}: {} partitions proved, {}",
+            d.name,
+            d.partitions_proved,
+            if d.enabled {
+                "in service"
+            } else {
+                "out of service"
+            }
+        );
+    }
+    let svg_text = analysis::waterfall_svg(
+        &an,
+        &format!(
+            "cuzk bench batch -c {} -j {}: {:.2} proofs/min",
+            a.count, a.concurrency, ppm
+        ),
+    );
+    write_file(&a.svg, svg_text.as_bytes())?;
+    println!("waterfall: {}", a.svg.display());
+
+    let mut baseline = serde_json::Value::Null;
+    if a.baseline {
+        let pb = progress(a.count, "filecoin-proofs");
+        let json_c1 = serde_json::to_vec(&parsed.c1).expect("serializable");
+        let t0 = Instant::now();
+        let res = run_concurrently(a.count, a.concurrency, |_| {
+            let t = Instant::now();
+            let r = fixture::baseline_c2(&json_c1, a.prover_id, a.sector_id);
+            pb.inc(1);
+            r.map(|_| t.elapsed().as_secs_f64() * 1e3)
+        });
+        let base_s = t0.elapsed().as_secs_f64();
+        pb.finish();
+        let ok: Vec<f64> = res.into_iter().collect::<Result<_, _>>()?;
+        let base_ppm = ok.len() as f64 / base_s * 60.0;
+        println!(
+            "filecoin-proofs seal_commit_phase2: {} proofs in {:.1} s = {:.2} proofs/min (mean wall {:.1} s)",
+            ok.len(),
+            base_s,
+            base_ppm,
+            ok.iter().sum::<f64>() / ok.len().max(1) as f64 / 1e3
+        );
+        println!(
+            "throughput ratio cuzk / filecoin-proofs: {:.2}x",
+            ppm / base_ppm
+        );
+        baseline = serde_json::json!({"proofs": ok.len(), "seconds": base_s, "proofs_per_min": base_ppm, "wall_ms": ok, "ratio": ppm / base_ppm});
+    }
+    let mut externals = Vec::new();
+    for spec in &a.baseline_bins {
+        let (label, path) = spec.split_once('=').ok_or_else(|| {
+            Error::invalid_argument(format!("--baseline-bin wants LABEL=PATH, not {spec:?}"))
+        })?;
+        eprintln!("running {label}: {path}");
+        let out = std::process::Command::new(path)
+            .args(["--c1", &a.c1.display().to_string()])
+            .args([
+                "--sector-id",
+                &a.sector_id.to_string(),
+                "--miner-id",
+                &a.miner_id.to_string(),
+            ])
+            .args([
+                "--partitions",
+                &a.shape.partitions.to_string(),
+                "--layers",
+                &a.shape.layers.to_string(),
+            ])
+            .args(["-c", &a.baseline_count.unwrap_or(a.count).to_string()])
+            .args(["-j", &a.baseline_jobs.unwrap_or(a.concurrency).to_string()])
+            .args(["--label", label])
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| Error::internal(format!("cannot run {path}: {e}")))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let v: serde_json::Value = stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l).ok())
+            .ok_or_else(|| {
+                Error::internal(format!(
+                    "{label} printed no summary ({}): {stdout}",
+                    out.status
+                ))
+            })?;
+        let base_ppm = v["proofs_per_min"].as_f64().unwrap_or(0.0);
+        println!(
+            "{label}: {} proofs ({} failed) in {:.1} s = {:.2} proofs/min, peak RSS {} MiB; cuzk / {label}: {:.2}x",
+            v["proofs"],
+            v["failures"],
+            v["wall_s"].as_f64().unwrap_or(0.0),
+            base_ppm,
+            v["peak_rss_bytes"].as_u64().unwrap_or(0) >> 20,
+            ppm / base_ppm
+        );
+        if !out.status.success() {
+            failed += 1;
+        }
+        externals.push(serde_json::json!({"label": label, "result": v, "ratio": ppm / base_ppm}));
+    }
+    let summary = serde_json::json!({
+        "devices_setting": a.devices, "gpu_batch": engine_gpu_batch, "disable_device": a.disable_device,
+        "c1": a.c1, "count": a.count, "concurrency": a.concurrency,
+        "synthesis_workers": a.synthesis_workers, "synthesis_lookahead": a.lookahead,
+        "seconds": total_s, "proofs_per_min": ppm, "failed": failed,
+        "peak_rss_bytes": peak_rss(),
+        "memory_reserved_peak_bytes": status.memory_peak, "memory_budget_bytes": status.memory_budget,
+        "devices": an.devices, "gaps_ms": {
+            "start_up": an.gap_ms(analysis::GapClass::StartUp),
+            "within_proof": an.gap_ms(analysis::GapClass::WithinProof),
+            "cross_proof": an.gap_ms(analysis::GapClass::CrossProof),
+            "drain": an.gap_ms(analysis::GapClass::Drain),
+        },
+        "max_synth_concurrency": an.max_synth_concurrency,
+        "mean_synth_concurrency": an.mean_synth_concurrency,
+        "proofs": times, "baseline": baseline, "external_baselines": externals,
+        "prover_devices": status.devices.iter().map(|d| d.name.clone()).collect::<Vec<_>>(),
+    });
+    write_file(&a.json, &serde_json::to_vec_pretty(&summary).expect("json"))?;
+    println!("summary: {}", a.json.display());
+    let all_ok = failed == 0 && times.iter().all(|t| t.verified);
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

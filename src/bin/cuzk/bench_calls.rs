@@ -1,0 +1,84 @@
+//! `cuzk bench calls`: one prover call's cost with nothing else running.
+
+use std::{path::PathBuf, process::ExitCode};
+
+use clap::Args;
+use cuzk::Error;
+
+use crate::{read, tools, JobArgs};
+
+/// One prover call with nothing else running: synthesizes a few partitions of the C1 once,
+/// then proves them in calls of each width (REPS times each) on the selected devices,
+/// verifying every proof; prints call and per-partition times and the host CPU time used.
+#[derive(Args)]
+pub struct CallsArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Provers as in CUZK_DEVICES: auto, cpu, or a number of GPUs.
+    #[arg(long, default_value = "auto")]
+    pub devices: String,
+    /// Partitions per call, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    pub widths: Vec<usize>,
+    /// Calls per width.
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+pub fn calls(args: CallsArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
+    let CallsArgs {
+        job: JobArgs { c1, id, shape },
+        devices,
+        widths,
+        reps,
+        json,
+    } = args;
+    let rep = tools::calls::run(&tools::calls::CallsSpec {
+        c1: read(&c1)?,
+        prover_id: id.prover_id()?,
+        sector_id: id.sector_id,
+        shape: shape.shape(),
+        devices,
+        widths,
+        reps,
+        params_dir,
+    })?;
+    println!(
+        "{} ({}): {} constraints per partition, {} partitions synthesized in {:.0} ms",
+        rep.backend,
+        rep.devices.join(", "),
+        rep.constraints,
+        rep.synthesized,
+        rep.synth_ms
+    );
+    println!(
+        "width  devices  calls  call_ms(min)  call_ms(mean)  ms/partition  host_cpu_ms/partition"
+    );
+    for r in &rep.rows {
+        println!(
+            "{:>5}  {:>7}  {:>5}  {:>12.0}  {:>13.0}  {:>12.1}  {:>21.0}",
+            r.width,
+            r.devices_used,
+            r.calls,
+            r.call_ms_min,
+            r.call_ms_mean,
+            r.ms_per_partition,
+            r.cpu_ms_per_partition
+        );
+    }
+    println!(
+        "all {} proofs verified",
+        rep.rows.iter().map(|r| r.width * r.calls).sum::<usize>()
+    );
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&rep)
+            .map_err(|e| Error::internal(format!("json: {e}")))?;
+        std::fs::write(&path, text).map_err(|e| {
+            Error::invalid_argument(format!("cannot write {}: {e}", path.display()))
+        })?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
