@@ -73,3 +73,73 @@ pub fn assert_partition_order(evs: &[Event], job: u64, partitions: u32) -> Vec<[
         })
         .collect()
 }
+
+/// Runs `f` on its own thread and returns its result, or ends the whole test process with a
+/// message if it has not returned after `secs` seconds: a hang fails loudly instead of
+/// blocking the test run (the engine's threads would keep a hung process alive).
+pub fn within<T: Send + 'static>(
+    secs: u64,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(p)) => std::panic::resume_unwind(p),
+        Err(_) => {
+            // Past the test harness's output capture, which exit() would swallow.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "HUNG: {what} did not return within {secs} s"
+            );
+            std::process::exit(101);
+        }
+    }
+}
+
+/// A well-formed Groth16 proof that proves nothing (generators): for engine tests that run
+/// with the self-check off and do not need real proofs.
+pub fn dummy_proof() -> bellperson::groth16::Proof<blstrs::Bls12> {
+    use group::prime::PrimeCurveAffine;
+    bellperson::groth16::Proof {
+        a: blstrs::G1Affine::generator(),
+        b: blstrs::G2Affine::generator(),
+        c: blstrs::G1Affine::generator(),
+    }
+}
+
+/// A gate a test opens once; threads wait at it.
+#[derive(Default)]
+pub struct Gate {
+    open: std::sync::Mutex<bool>,
+    cv: std::sync::Condvar,
+}
+
+impl Gate {
+    pub fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+    pub fn wait(&self) {
+        let mut g = self.open.lock().unwrap();
+        while !*g {
+            g = self.cv.wait(g).unwrap();
+        }
+    }
+}
+
+/// Polls `cond` every 10 ms until it holds; fails the test after `secs` seconds.
+pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(secs),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,182 @@
+//! The process-wide engine through the C ABI (called from Rust): unregistering a callback
+//! while the engine shuts down, starting while it shuts down, and configuration matching.
+//! The tests share the singleton, so they take turns.
+
+mod common;
+
+use std::{
+    ffi::c_void,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Mutex,
+    },
+    time::Instant,
+};
+
+use common::within;
+use cuzk::{
+    engine::{self, Config},
+    ffi::{self, cuzk_error, cuzk_job_request, cuzk_timeline_event},
+    porep::FixtureShape,
+    Status,
+};
+
+static TURN: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a C caller would keep behind `userdata`.
+struct Watch {
+    calls: AtomicU64,
+    /// Set once the caller has freed (here: given up) the userdata.
+    freed: AtomicBool,
+    late: AtomicU64,
+}
+
+unsafe extern "C" fn on_event(userdata: *mut c_void, _ev: *const cuzk_timeline_event) {
+    // SAFETY: the test passes a pointer to a Watch that outlives the engine.
+    let w = unsafe { &*(userdata as *const Watch) };
+    w.calls.fetch_add(1, Ordering::SeqCst);
+    if w.freed.load(Ordering::SeqCst) {
+        w.late.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn request(c1: &[u8], sector: u64, prover: [u8; 32]) -> cuzk_job_request {
+    let mut r = std::mem::MaybeUninit::<cuzk_job_request>::uninit();
+    ffi::cuzk_job_request_default(r.as_mut_ptr());
+    // SAFETY: initialized by cuzk_job_request_default.
+    let mut r = unsafe { r.assume_init() };
+    r.c1_ptr = c1.as_ptr();
+    r.c1_len = c1.len();
+    r.sector_id = sector;
+    r.prover_id = prover;
+    r
+}
+
+fn no_error() -> cuzk_error {
+    cuzk_error {
+        status: Status::Ok,
+        message: std::ptr::null_mut(),
+    }
+}
+
+#[test]
+fn unregister_while_the_engine_shuts_down_is_final() {
+    let _t = turn();
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", common::params_dir());
+    engine::start_global(Config {
+        params_dir: common::params_dir(),
+        synthesis_workers: 1,
+        ..Config::default()
+    })
+    .unwrap();
+    let watch: &'static Watch = Box::leak(Box::new(Watch {
+        calls: AtomicU64::new(0),
+        freed: AtomicBool::new(false),
+        late: AtomicU64::new(0),
+    }));
+    let mut handle = 0u64;
+    let mut err = no_error();
+    assert_eq!(
+        ffi::cuzk_timeline_register(
+            Some(on_event),
+            watch as *const Watch as *mut c_void,
+            &mut handle,
+            &mut err
+        ),
+        Status::Ok
+    );
+    // One job synthesizing, two queued: the drain has work to report.
+    let req = request(&c1, spec.sector_id, spec.prover_id());
+    for _ in 0..3 {
+        let mut id = 0;
+        assert_eq!(ffi::cuzk_submit(&req, &mut id, &mut err), Status::Ok);
+    }
+    common::wait_until(120, "synthesis to start", || {
+        engine::global().is_some_and(|e| e.status().synthesizing > 0)
+    });
+    let (sector, prover) = (spec.sector_id, spec.prover_id());
+    within(300, "unregister during shutdown", move || {
+        let req = request(&c1, sector, prover);
+        let shutdown = std::thread::spawn(|| {
+            let st = ffi::cuzk_engine_shutdown();
+            (st, Instant::now())
+        });
+        // Shutdown has begun once submissions are refused.
+        let mut err = no_error();
+        let mut id = 0;
+        while ffi::cuzk_submit(&req, &mut id, &mut err) == Status::Ok {}
+        ffi::cuzk_error_free(&mut err);
+        assert_eq!(ffi::cuzk_timeline_unregister(handle), Status::Ok);
+        // A C caller frees its userdata now; no callback may touch it from here on.
+        watch.freed.store(true, Ordering::SeqCst);
+        let (st, _) = shutdown.join().unwrap();
+        assert_eq!(st, Status::Ok);
+    });
+    assert!(watch.calls.load(Ordering::SeqCst) > 0);
+    assert_eq!(
+        watch.late.load(Ordering::SeqCst),
+        0,
+        "the callback ran after cuzk_timeline_unregister returned"
+    );
+    assert!(engine::global().is_none());
+}
+
+#[test]
+fn a_start_during_shutdown_waits_for_the_old_engine() {
+    let _t = turn();
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let cfg = Config {
+        params_dir: common::params_dir(),
+        synthesis_workers: 1,
+        ..Config::default()
+    };
+    let old = engine::start_global(cfg.clone()).unwrap();
+    let req = request(&c1, spec.sector_id, spec.prover_id());
+    let mut err = no_error();
+    let mut id = 0;
+    assert_eq!(ffi::cuzk_submit(&req, &mut id, &mut err), Status::Ok);
+    common::wait_until(120, "synthesis to start", || old.status().synthesizing > 0);
+    let c2 = cfg.clone();
+    within(300, "start during shutdown", move || {
+        let shutdown = std::thread::spawn(|| {
+            engine::shutdown_global();
+            Instant::now()
+        });
+        common::wait_until(60, "shutdown to begin", || !old.status().running);
+        let new = engine::start_global(c2).unwrap();
+        let started = Instant::now();
+        let stopped = shutdown.join().unwrap();
+        assert!(
+            started >= stopped,
+            "a second engine started while the first was still shutting down"
+        );
+        assert!(!std::sync::Arc::ptr_eq(&old, &new));
+        assert!(new.status().running);
+        engine::shutdown_global();
+    });
+}
+
+#[test]
+fn start_compares_every_setting() {
+    let _t = turn();
+    let cfg = Config {
+        params_dir: common::params_dir(),
+        timeline_stderr: false,
+        ..Config::default()
+    };
+    engine::start_global(cfg.clone()).unwrap();
+    assert!(engine::start_global(cfg.clone()).is_ok());
+    let err = engine::start_global(Config {
+        timeline_stderr: true,
+        ..cfg
+    })
+    .err()
+    .expect("a different timeline_stderr must not match");
+    assert_eq!(err.status, Status::AlreadyRunning);
+    engine::shutdown_global();
+}

@@ -1,0 +1,388 @@
+//! Faults a node meets over months of running, each under a watchdog: timeline callbacks that
+//! call back into the engine, panics in callbacks and in provers, ids across engine restarts,
+//! a cancelled job's memory, parameter files that are truncated or do not match their `.vk`.
+//!
+//! Most tests prove with a stub backend (well-formed proofs that prove nothing, self-check
+//! off): what they check is the engine's behaviour, not the proofs.
+
+mod common;
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+        Arc, Mutex, OnceLock, Weak,
+    },
+    time::Duration,
+};
+
+use bellperson::groth16::Proof;
+use blstrs::{Bls12, Scalar as Fr};
+use common::{dummy_proof, wait_until, within, Gate};
+use cuzk::{
+    engine::{Config, Engine, JobRequest},
+    params::Srs,
+    porep::FixtureShape,
+    prover::{ProverBackend, ProvingAssignment, StageTimes},
+    timeline::{Event, EventKind},
+    Status,
+};
+
+/// Proves instantly with [`dummy_proof`]; optionally waits at a gate or panics first.
+#[derive(Default)]
+struct Stub {
+    gate: Option<Arc<Gate>>,
+    /// Calls that panic before the stub starts answering.
+    panics: AtomicUsize,
+    calls: AtomicUsize,
+}
+
+impl ProverBackend for Stub {
+    fn name(&self) -> &'static str {
+        "stub"
+    }
+    fn prepare(&self, _: &Srs) -> cuzk::Result<()> {
+        Ok(())
+    }
+    fn prove(
+        &self,
+        asg: &mut Option<ProvingAssignment>,
+        _: &Srs,
+        _: Fr,
+        _: Fr,
+        _: &mut StageTimes,
+    ) -> cuzk::Result<Proof<Bls12>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(g) = &self.gate {
+            g.wait();
+        }
+        if self
+            .panics
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            panic!("injected prover panic");
+        }
+        asg.take();
+        Ok(dummy_proof())
+    }
+}
+
+fn stub_engine(stub: Stub) -> Arc<Engine> {
+    Arc::new(
+        Engine::start_with_backends(
+            Config {
+                params_dir: common::params_dir(),
+                self_check: false,
+                synthesis_workers: 2,
+                ..Config::default()
+            },
+            vec![Box::new(stub)],
+        )
+        .unwrap(),
+    )
+}
+
+fn real_2kib() -> (JobRequest, cuzk::porep::FixtureShape) {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    (
+        JobRequest {
+            c1,
+            sector_id: spec.sector_id,
+            prover_id: spec.prover_id(),
+            priority: 0,
+            fixture: FixtureShape::default(),
+        },
+        FixtureShape::default(),
+    )
+}
+
+/// A sink that can reach its engine and its own handle (set after registration).
+type Me = Arc<OnceLock<(Weak<Engine>, u64)>>;
+
+#[test]
+fn a_callback_that_unregisters_itself_returns_and_is_never_called_again() {
+    let (req, _) = real_2kib();
+    let e = stub_engine(Stub::default());
+    let me: Me = Arc::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (m, c) = (me.clone(), calls.clone());
+    let id = e.add_timeline_sink(Arc::new(move |_ev: &Event| {
+        c.fetch_add(1, Ordering::SeqCst);
+        // The natural pattern: stop listening from inside the callback.
+        if let Some((w, id)) = m.get() {
+            if let Some(e) = w.upgrade() {
+                e.remove_timeline_sink(*id);
+            }
+        }
+    }));
+    me.set((Arc::downgrade(&e), id)).unwrap();
+    let e2 = e.clone();
+    within(120, "submit + cancel with a self-unregistering callback", move || {
+        let job = e2.submit(req).unwrap();
+        e2.cancel(job).unwrap();
+        assert_eq!(e2.await_job(job, None).unwrap_err().status, Status::Cancelled);
+        // Events of another job must not reach it.
+        let job = e2.submit(real_2kib().0).unwrap();
+        e2.cancel(job).unwrap();
+        e2.shutdown();
+    });
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "called after it unregistered");
+}
+
+#[test]
+fn a_callback_may_register_sinks_and_cancel_jobs() {
+    let (req, _) = real_2kib();
+    let e = stub_engine(Stub::default());
+    let me: Me = Arc::default();
+    let late = Arc::new(Mutex::new(Vec::<EventKind>::new()));
+    let registered = Arc::new(AtomicBool::new(false));
+    let (m, l, r) = (me.clone(), late.clone(), registered.clone());
+    e.add_timeline_sink(Arc::new(move |ev: &Event| {
+        if ev.kind != EventKind::JobQueued {
+            return;
+        }
+        let Some(e) = m.get().and_then(|(w, _)| w.upgrade()) else {
+            return;
+        };
+        if !r.swap(true, Ordering::SeqCst) {
+            let l = l.clone();
+            e.add_timeline_sink(Arc::new(move |ev: &Event| l.lock().unwrap().push(ev.kind)));
+        }
+        e.cancel(ev.job).unwrap();
+    }));
+    me.set((Arc::downgrade(&e), 0)).unwrap();
+    let e2 = e.clone();
+    within(120, "a callback registering a sink and cancelling its job", move || {
+        let job = e2.submit(req).unwrap();
+        assert_eq!(e2.await_job(job, None).unwrap_err().status, Status::Cancelled);
+        e2.shutdown();
+    });
+    assert!(registered.load(Ordering::SeqCst));
+    assert!(
+        late.lock().unwrap().contains(&EventKind::JobCancelled),
+        "the sink registered from a callback saw {:?}",
+        late.lock().unwrap()
+    );
+}
+
+#[test]
+fn a_panicking_callback_does_not_stop_the_engine() {
+    let (req, _) = real_2kib();
+    let e = stub_engine(Stub::default());
+    let panics = Arc::new(AtomicUsize::new(0));
+    let p = panics.clone();
+    e.add_timeline_sink(Arc::new(move |ev: &Event| {
+        if ev.kind == EventKind::SynthStart {
+            p.fetch_add(1, Ordering::SeqCst);
+            panic!("injected callback panic");
+        }
+    }));
+    let e2 = e.clone();
+    within(300, "two jobs with a panicking callback", move || {
+        for _ in 0..2 {
+            let out = e2.prove(req.clone()).unwrap();
+            assert_eq!(out.proof.len(), cuzk::PROOF_BYTES);
+        }
+        e2.shutdown();
+    });
+    assert_eq!(panics.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_panicking_prover_fails_its_job_with_panic_and_the_engine_keeps_proving() {
+    let (req, _) = real_2kib();
+    let e = stub_engine(Stub {
+        panics: AtomicUsize::new(1),
+        ..Stub::default()
+    });
+    let e2 = e.clone();
+    within(300, "a job on a panicking prover, then another", move || {
+        let err = e2.prove(req.clone()).unwrap_err();
+        assert_eq!(err.status, Status::Panic, "{err}");
+        assert!(err.message.contains("injected prover panic"), "{err}");
+        assert!(e2.prove(req).is_ok());
+        let st = e2.status();
+        assert_eq!((st.completed, st.failed), (1, 1));
+        e2.shutdown();
+    });
+}
+
+#[test]
+fn job_ids_and_sink_handles_are_never_reused_after_a_restart() {
+    let (req, _) = real_2kib();
+    let a = stub_engine(Stub::default());
+    let job_a = a.submit(req.clone()).unwrap();
+    a.cancel(job_a).unwrap();
+    let sink_a = a.add_timeline_sink(Arc::new(|_: &Event| {}));
+    a.shutdown();
+    drop(a);
+
+    let b = stub_engine(Stub::default());
+    let seen = Arc::new(AtomicU64::new(0));
+    let s = seen.clone();
+    let sink_b = b.add_timeline_sink(Arc::new(move |_: &Event| {
+        s.fetch_add(1, Ordering::SeqCst);
+    }));
+    assert_ne!(sink_a, sink_b, "a sink handle was given out twice");
+    // A stale handle from the old engine removes nothing.
+    assert!(!b.remove_timeline_sink(sink_a));
+    let job_b = b.submit(req).unwrap();
+    assert_ne!(job_a, job_b, "a job id was given out twice");
+    // The old id is unknown to the new engine.
+    assert_eq!(b.await_job(job_a, Some(Duration::ZERO)).unwrap_err().status, Status::NotFound);
+    b.cancel(job_b).unwrap();
+    b.shutdown();
+    assert!(seen.load(Ordering::SeqCst) >= 2, "the new engine's sink was removed");
+}
+
+#[test]
+fn a_cancelled_job_gives_its_memory_back_at_once() {
+    let (req, _) = real_2kib();
+    let gate = Arc::new(Gate::default());
+    let e = stub_engine(Stub {
+        gate: Some(gate.clone()),
+        ..Stub::default()
+    });
+    let e2 = e.clone();
+    let g2 = gate.clone();
+    within(300, "cancel of a synthesized job while the prover is busy", move || {
+        // Whatever happens, the prover is let go (the engine's drop waits for it).
+        struct Opens(Arc<Gate>);
+        impl Drop for Opens {
+            fn drop(&mut self) {
+                self.0.open()
+            }
+        }
+        let _opens = Opens(g2.clone());
+        // Job A holds the prover (at the gate); job B is synthesized and waits for it.
+        let a = e2.submit(req.clone()).unwrap();
+        wait_until(120, "job A on the prover", || e2.status().proving == 1);
+        let b = e2.submit(req).unwrap();
+        wait_until(120, "job B synthesized", || e2.status().prover_queue == 1);
+        let before = e2.status().memory_reserved;
+        let per_partition = e2.status().memory_reserved / 2;
+        e2.cancel(b).unwrap();
+        let after = e2.status().memory_reserved;
+        assert!(
+            after <= before - per_partition,
+            "cancel kept B's memory: {before} -> {after} bytes"
+        );
+        assert_eq!(e2.status().prover_queue, 0);
+        g2.open();
+        assert!(e2.await_job(a, None).is_ok());
+        e2.shutdown();
+    });
+}
+
+/// The 2KiB circuit's parameter id and its files.
+fn params_2kib() -> (String, std::path::PathBuf, std::path::PathBuf) {
+    let (_, rep, _) = common::fixture(FixtureShape::default());
+    let dir = common::params_dir();
+    (
+        rep.params_id.clone(),
+        cuzk::params::params_path(&dir, &rep.params_id),
+        cuzk::params::vk_path(&dir, &rep.params_id),
+    )
+}
+
+#[test]
+fn a_vk_that_does_not_match_the_params_is_a_params_error() {
+    use bellperson::groth16::VerifyingKey;
+    let (req, _) = real_2kib();
+    let (_, params, vk) = params_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&params, dir.path().join(params.file_name().unwrap())).unwrap();
+    // gamma and delta swapped, as in a mixed-up download.
+    let mut key = VerifyingKey::<Bls12>::read(std::fs::File::open(&vk).unwrap()).unwrap();
+    std::mem::swap(&mut key.gamma_g2, &mut key.delta_g2);
+    let mut bytes = Vec::new();
+    key.write(&mut bytes).unwrap();
+    std::fs::write(dir.path().join(vk.file_name().unwrap()), bytes).unwrap();
+    let e = Engine::start_with_backends(
+        Config {
+            params_dir: dir.path().to_path_buf(),
+            ..Config::default()
+        },
+        vec![Box::new(Stub::default())],
+    )
+    .unwrap();
+    let err = e.preload(&req).unwrap_err();
+    assert_eq!(err.status, Status::Params, "{err}");
+    assert!(err.message.contains(".vk"), "{err}");
+    // A job fails the same way, before any proving.
+    let err = e.prove(req).unwrap_err();
+    assert_eq!(err.status, Status::Params, "{err}");
+    e.shutdown();
+}
+
+/// Byte offsets of the section boundaries of a `.params` file: after the verifying key, after
+/// each of the five point vectors' lengths and points.
+fn section_ends(path: &std::path::Path) -> Vec<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).unwrap();
+    let mut ends = Vec::new();
+    // vk: alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, then ic (u32 + G1s).
+    let mut pos = 96 * 3 + 192 * 3;
+    f.seek(SeekFrom::Start(pos)).unwrap();
+    let mut n = [0u8; 4];
+    f.read_exact(&mut n).unwrap();
+    pos += 4 + 96 * u32::from_be_bytes(n) as u64;
+    ends.push(pos);
+    for point in [96u64, 96, 96, 96, 192] {
+        f.seek(SeekFrom::Start(pos)).unwrap();
+        f.read_exact(&mut n).unwrap();
+        ends.push(pos + 4);
+        pos += 4 + point * u32::from_be_bytes(n) as u64;
+        ends.push(pos);
+    }
+    assert_eq!(pos, f.metadata().unwrap().len(), "section walk must end at the file's end");
+    ends
+}
+
+#[test]
+fn a_truncated_params_file_is_a_params_error_at_every_section_boundary() {
+    let (id, params, vk) = params_2kib();
+    let len = std::fs::metadata(&params).unwrap().len();
+    let ends = section_ends(&params);
+    let budget = cuzk::budget::Budget::new(u64::MAX / 2);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&vk, dir.path().join(vk.file_name().unwrap())).unwrap();
+    let target = dir.path().join(params.file_name().unwrap());
+    // Every boundary, one byte either side, the middle of the largest section, and 99%.
+    let mut cuts: Vec<u64> = ends[..ends.len() - 1]
+        .iter()
+        .flat_map(|&e| [e - 1, e, e + 1])
+        .chain([len / 2, len / 100 * 99, len - 1, 100])
+        .filter(|&c| c < len)
+        .collect();
+    cuts.sort();
+    cuts.dedup();
+    // One copy, cut down from the end: each cut is a truncation of the previous file.
+    std::fs::copy(&params, &target).unwrap();
+    for &cut in cuts.iter().rev() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&target)
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        let cache = cuzk::params::SrsCache::new(dir.path().to_path_buf());
+        let err = match cache.get(&id, &budget) {
+            Ok(_) => panic!("a .params file cut at {cut} of {len} bytes was accepted"),
+            Err(e) => e,
+        };
+        assert_eq!(err.status, Status::Params, "cut at {cut}: {err}");
+    }
+    // A file longer than its sections say is refused too.
+    std::fs::copy(&params, &target).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&target)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &[0u8; 7]))
+        .unwrap();
+    let err = cuzk::params::SrsCache::new(dir.path().to_path_buf())
+        .get(&id, &budget)
+        .err()
+        .expect("a .params file with trailing bytes was accepted");
+    assert_eq!(err.status, Status::Params, "{err}");
+}
