@@ -11,6 +11,10 @@ use crate::error::{Error, Result, Status};
 struct State {
     used: u64,
     peak: u64,
+    /// Part of `used` held by resident parameter sets (freed only when they are released).
+    resident: u64,
+    /// Priority requests waiting: ordinary requests wait behind them.
+    priority_waiting: usize,
 }
 
 /// A byte budget shared by the engine's workers.
@@ -26,6 +30,7 @@ pub struct Budget {
 pub struct Reservation {
     budget: Arc<Budget>,
     bytes: u64,
+    resident: bool,
 }
 
 impl Reservation {
@@ -39,6 +44,9 @@ impl Drop for Reservation {
         if self.bytes > 0 {
             let mut st = self.budget.state.lock();
             st.used -= self.bytes;
+            if self.resident {
+                st.resident -= self.bytes;
+            }
             drop(st);
             self.budget.freed.notify_all();
         }
@@ -49,7 +57,12 @@ impl Budget {
     pub fn new(total: u64) -> Arc<Self> {
         Arc::new(Budget {
             total,
-            state: Mutex::new(State { used: 0, peak: 0 }),
+            state: Mutex::new(State {
+                used: 0,
+                peak: 0,
+                resident: 0,
+                priority_waiting: 0,
+            }),
             freed: Condvar::new(),
         })
     }
@@ -67,23 +80,83 @@ impl Budget {
         self.state.lock().peak
     }
 
-    /// Reserves `bytes` now if they fit.
-    pub fn try_acquire(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
-        let mut st = self.state.lock();
-        if st.used + bytes <= self.total {
-            st.used += bytes;
-            st.peak = st.peak.max(st.used);
-            Some(Reservation {
-                budget: self.clone(),
-                bytes,
-            })
-        } else {
-            None
+    /// Bytes held by resident parameter sets.
+    pub fn resident(&self) -> u64 {
+        self.state.lock().resident
+    }
+
+    fn grant(self: &Arc<Self>, st: &mut State, bytes: u64, resident: bool) -> Reservation {
+        st.used += bytes;
+        st.peak = st.peak.max(st.used);
+        if resident {
+            st.resident += bytes;
+        }
+        Reservation {
+            budget: self.clone(),
+            bytes,
+            resident,
         }
     }
 
-    /// Reserves `bytes`, waiting while other reservations are held. `give_up` is polled while
-    /// waiting (cancellation, shutdown); when it returns an error the wait ends with it.
+    /// Reserves `bytes` now if they fit.
+    pub fn try_acquire(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
+        let mut st = self.state.lock();
+        (st.used + bytes <= self.total).then(|| self.grant(&mut st, bytes, false))
+    }
+
+    /// Reserves `bytes` for a resident parameter set now if they fit (counted in
+    /// [`Budget::resident`] until the reservation is dropped).
+    pub fn try_acquire_resident(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
+        let mut st = self.state.lock();
+        (st.used + bytes <= self.total).then(|| self.grant(&mut st, bytes, true))
+    }
+
+    /// Reserves `bytes` ahead of ordinary requests (which wait while this one does), waiting
+    /// for memory others give back. Resident parameter sets, and the `queued()` bytes held by
+    /// work waiting behind this request, cannot be given back while it waits: if `bytes` cannot
+    /// fit beside them, waiting could never end and the request fails at once with
+    /// RESOURCE_EXHAUSTED. `queued` is called with the budget locked (it must not touch the
+    /// budget). `give_up` is polled as in [`Budget::acquire`].
+    pub fn acquire_priority(
+        self: &Arc<Self>,
+        bytes: u64,
+        what: &str,
+        queued: impl Fn() -> u64,
+        mut give_up: impl FnMut() -> Option<Error>,
+    ) -> Result<Reservation> {
+        let mut st = self.state.lock();
+        st.priority_waiting += 1;
+        let res = loop {
+            if st.used + bytes <= self.total {
+                break Ok(self.grant(&mut st, bytes, false));
+            }
+            let stuck = st.resident + queued();
+            if bytes + stuck > self.total {
+                break Err(Error::new(
+                    Status::ResourceExhausted,
+                    format!(
+                        "{what} needs {} MiB, which cannot fit beside the {} MiB that cannot be \
+                         given back meanwhile (memory budget {} MiB)",
+                        bytes >> 20,
+                        stuck >> 20,
+                        self.total >> 20
+                    ),
+                ));
+            }
+            if let Some(e) = give_up() {
+                break Err(e);
+            }
+            self.freed.wait_for(&mut st, Duration::from_millis(50));
+        };
+        st.priority_waiting -= 1;
+        drop(st);
+        self.freed.notify_all();
+        res
+    }
+
+    /// Reserves `bytes`, waiting while other reservations are held (and while a priority
+    /// request waits). `give_up` is polled while waiting (cancellation, shutdown); when it
+    /// returns an error the wait ends with it.
     pub fn acquire(
         self: &Arc<Self>,
         bytes: u64,
@@ -102,13 +175,8 @@ impl Budget {
         }
         let mut st = self.state.lock();
         loop {
-            if st.used + bytes <= self.total {
-                st.used += bytes;
-                st.peak = st.peak.max(st.used);
-                return Ok(Reservation {
-                    budget: self.clone(),
-                    bytes,
-                });
+            if st.priority_waiting == 0 && st.used + bytes <= self.total {
+                return Ok(self.grant(&mut st, bytes, false));
             }
             if let Some(e) = give_up() {
                 return Err(e);
@@ -160,6 +228,39 @@ mod tests {
         assert_eq!(b.used(), 80);
         drop(r);
         assert_eq!(t.join().unwrap().unwrap(), 50);
+    }
+
+    #[test]
+    fn a_priority_request_goes_first_or_fails_when_it_can_never_fit() {
+        let b = Budget::new(100);
+        let resident = b.try_acquire_resident(40).unwrap();
+        assert_eq!(b.resident(), 40);
+        let held = b.try_acquire(50).unwrap();
+        // 40 resident + 50 queued behind it + 20 > 100: waiting could never end.
+        let e = b.acquire_priority(20, "p", || 50, || None).unwrap_err();
+        assert_eq!(e.status, Status::ResourceExhausted);
+        // Only the resident part is stuck: it waits, and an ordinary request behind it waits too.
+        let b2 = b.clone();
+        let p = std::thread::spawn(move || {
+            b2.acquire_priority(50, "p", || 0, || None)
+                .map(|r| r.bytes())
+        });
+        while b.state.lock().priority_waiting == 0 {
+            std::thread::yield_now();
+        }
+        let b3 = b.clone();
+        let o = std::thread::spawn(move || b3.acquire(10, "o", || None).map(|r| r.bytes()));
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            b.used(),
+            90,
+            "the ordinary request must not pass the priority one"
+        );
+        drop(held);
+        assert_eq!(p.join().unwrap().unwrap(), 50);
+        assert_eq!(o.join().unwrap().unwrap(), 10);
+        drop(resident);
+        assert_eq!(b.resident(), 0);
     }
 
     #[test]

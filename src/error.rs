@@ -37,11 +37,14 @@ pub enum Status {
     Internal = 13,
     /// The engine is already running with a different configuration.
     AlreadyRunning = 14,
+    /// Called from inside a timeline callback, where it would wait for the thread that runs
+    /// the callback (engine start and shutdown, a waiting await, the blocking drop-in).
+    InCallback = 15,
 }
 
 impl Status {
     /// All statuses, in code order.
-    const ALL: [Status; 15] = [
+    const ALL: [Status; 16] = [
         Status::Ok,
         Status::InvalidArgument,
         Status::InvalidInput,
@@ -57,6 +60,7 @@ impl Status {
         Status::Panic,
         Status::Internal,
         Status::AlreadyRunning,
+        Status::InCallback,
     ];
 
     /// The status with this code, if any.
@@ -82,6 +86,7 @@ impl Status {
             Status::Panic => c"PANIC",
             Status::Internal => c"INTERNAL",
             Status::AlreadyRunning => c"ALREADY_RUNNING",
+            Status::InCallback => c"IN_CALLBACK",
         }
     }
 

@@ -185,5 +185,5 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
         engine.set_device_enabled(7, false).unwrap_err().status,
         Status::InvalidArgument
     );
-    engine.shutdown();
+    engine.shutdown().unwrap();
 }

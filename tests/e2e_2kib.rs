@@ -123,8 +123,8 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
             .unwrap()
             .len()
     );
-    e.shutdown();
-    e.shutdown();
+    e.shutdown().unwrap();
+    e.shutdown().unwrap();
     assert_eq!(
         e.submit(req(&c1, spec.sector_id, spec.prover_id()))
             .unwrap_err()

@@ -75,7 +75,7 @@ fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
     let st = engine.status();
     assert!(st.memory_peak <= budget);
     assert_eq!((st.completed, st.failed), (1, 1));
-    engine.shutdown();
+    engine.shutdown().unwrap();
 
     // filecoin-proofs (with the fixture's table in this process) accepts it; tampering fails.
     assert!(

@@ -144,7 +144,7 @@ fn a_start_during_shutdown_waits_for_the_old_engine() {
     let c2 = cfg.clone();
     within(300, "start during shutdown", move || {
         let shutdown = std::thread::spawn(|| {
-            engine::shutdown_global();
+            engine::shutdown_global().unwrap();
             Instant::now()
         });
         common::wait_until(60, "shutdown to begin", || !old.status().running);
@@ -157,7 +157,7 @@ fn a_start_during_shutdown_waits_for_the_old_engine() {
         );
         assert!(!std::sync::Arc::ptr_eq(&old, &new));
         assert!(new.status().running);
-        engine::shutdown_global();
+        engine::shutdown_global().unwrap();
     });
 }
 
@@ -178,5 +178,5 @@ fn start_compares_every_setting() {
     .err()
     .expect("a different timeline_stderr must not match");
     assert_eq!(err.status, Status::AlreadyRunning);
-    engine::shutdown_global();
+    engine::shutdown_global().unwrap();
 }

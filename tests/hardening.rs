@@ -117,16 +117,27 @@ fn a_callback_that_unregisters_itself_returns_and_is_never_called_again() {
     }));
     me.set((Arc::downgrade(&e), id)).unwrap();
     let e2 = e.clone();
-    within(120, "submit + cancel with a self-unregistering callback", move || {
-        let job = e2.submit(req).unwrap();
-        e2.cancel(job).unwrap();
-        assert_eq!(e2.await_job(job, None).unwrap_err().status, Status::Cancelled);
-        // Events of another job must not reach it.
-        let job = e2.submit(real_2kib().0).unwrap();
-        e2.cancel(job).unwrap();
-        e2.shutdown();
-    });
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "called after it unregistered");
+    within(
+        120,
+        "submit + cancel with a self-unregistering callback",
+        move || {
+            let job = e2.submit(req).unwrap();
+            e2.cancel(job).unwrap();
+            assert_eq!(
+                e2.await_job(job, None).unwrap_err().status,
+                Status::Cancelled
+            );
+            // Events of another job must not reach it.
+            let job = e2.submit(real_2kib().0).unwrap();
+            e2.cancel(job).unwrap();
+            e2.shutdown().unwrap();
+        },
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "called after it unregistered"
+    );
 }
 
 #[test]
@@ -152,11 +163,18 @@ fn a_callback_may_register_sinks_and_cancel_jobs() {
     }));
     me.set((Arc::downgrade(&e), 0)).unwrap();
     let e2 = e.clone();
-    within(120, "a callback registering a sink and cancelling its job", move || {
-        let job = e2.submit(req).unwrap();
-        assert_eq!(e2.await_job(job, None).unwrap_err().status, Status::Cancelled);
-        e2.shutdown();
-    });
+    within(
+        120,
+        "a callback registering a sink and cancelling its job",
+        move || {
+            let job = e2.submit(req).unwrap();
+            assert_eq!(
+                e2.await_job(job, None).unwrap_err().status,
+                Status::Cancelled
+            );
+            e2.shutdown().unwrap();
+        },
+    );
     assert!(registered.load(Ordering::SeqCst));
     assert!(
         late.lock().unwrap().contains(&EventKind::JobCancelled),
@@ -183,7 +201,7 @@ fn a_panicking_callback_does_not_stop_the_engine() {
             let out = e2.prove(req.clone()).unwrap();
             assert_eq!(out.proof.len(), cuzk::PROOF_BYTES);
         }
-        e2.shutdown();
+        e2.shutdown().unwrap();
     });
     assert_eq!(panics.load(Ordering::SeqCst), 2);
 }
@@ -196,15 +214,19 @@ fn a_panicking_prover_fails_its_job_with_panic_and_the_engine_keeps_proving() {
         ..Stub::default()
     });
     let e2 = e.clone();
-    within(300, "a job on a panicking prover, then another", move || {
-        let err = e2.prove(req.clone()).unwrap_err();
-        assert_eq!(err.status, Status::Panic, "{err}");
-        assert!(err.message.contains("injected prover panic"), "{err}");
-        assert!(e2.prove(req).is_ok());
-        let st = e2.status();
-        assert_eq!((st.completed, st.failed), (1, 1));
-        e2.shutdown();
-    });
+    within(
+        300,
+        "a job on a panicking prover, then another",
+        move || {
+            let err = e2.prove(req.clone()).unwrap_err();
+            assert_eq!(err.status, Status::Panic, "{err}");
+            assert!(err.message.contains("injected prover panic"), "{err}");
+            assert!(e2.prove(req).is_ok());
+            let st = e2.status();
+            assert_eq!((st.completed, st.failed), (1, 1));
+            e2.shutdown().unwrap();
+        },
+    );
 }
 
 #[test]
@@ -214,7 +236,7 @@ fn job_ids_and_sink_handles_are_never_reused_after_a_restart() {
     let job_a = a.submit(req.clone()).unwrap();
     a.cancel(job_a).unwrap();
     let sink_a = a.add_timeline_sink(Arc::new(|_: &Event| {}));
-    a.shutdown();
+    a.shutdown().unwrap();
     drop(a);
 
     let b = stub_engine(Stub::default());
@@ -229,10 +251,16 @@ fn job_ids_and_sink_handles_are_never_reused_after_a_restart() {
     let job_b = b.submit(req).unwrap();
     assert_ne!(job_a, job_b, "a job id was given out twice");
     // The old id is unknown to the new engine.
-    assert_eq!(b.await_job(job_a, Some(Duration::ZERO)).unwrap_err().status, Status::NotFound);
+    assert_eq!(
+        b.await_job(job_a, Some(Duration::ZERO)).unwrap_err().status,
+        Status::NotFound
+    );
     b.cancel(job_b).unwrap();
-    b.shutdown();
-    assert!(seen.load(Ordering::SeqCst) >= 2, "the new engine's sink was removed");
+    b.shutdown().unwrap();
+    assert!(
+        seen.load(Ordering::SeqCst) >= 2,
+        "the new engine's sink was removed"
+    );
 }
 
 #[test]
@@ -245,33 +273,37 @@ fn a_cancelled_job_gives_its_memory_back_at_once() {
     });
     let e2 = e.clone();
     let g2 = gate.clone();
-    within(300, "cancel of a synthesized job while the prover is busy", move || {
-        // Whatever happens, the prover is let go (the engine's drop waits for it).
-        struct Opens(Arc<Gate>);
-        impl Drop for Opens {
-            fn drop(&mut self) {
-                self.0.open()
+    within(
+        300,
+        "cancel of a synthesized job while the prover is busy",
+        move || {
+            // Whatever happens, the prover is let go (the engine's drop waits for it).
+            struct Opens(Arc<Gate>);
+            impl Drop for Opens {
+                fn drop(&mut self) {
+                    self.0.open()
+                }
             }
-        }
-        let _opens = Opens(g2.clone());
-        // Job A holds the prover (at the gate); job B is synthesized and waits for it.
-        let a = e2.submit(req.clone()).unwrap();
-        wait_until(120, "job A on the prover", || e2.status().proving == 1);
-        let b = e2.submit(req).unwrap();
-        wait_until(120, "job B synthesized", || e2.status().prover_queue == 1);
-        let before = e2.status().memory_reserved;
-        let per_partition = e2.status().memory_reserved / 2;
-        e2.cancel(b).unwrap();
-        let after = e2.status().memory_reserved;
-        assert!(
-            after <= before - per_partition,
-            "cancel kept B's memory: {before} -> {after} bytes"
-        );
-        assert_eq!(e2.status().prover_queue, 0);
-        g2.open();
-        assert!(e2.await_job(a, None).is_ok());
-        e2.shutdown();
-    });
+            let _opens = Opens(g2.clone());
+            // Job A holds the prover (at the gate); job B is synthesized and waits for it.
+            let a = e2.submit(req.clone()).unwrap();
+            wait_until(120, "job A on the prover", || e2.status().proving == 1);
+            let b = e2.submit(req).unwrap();
+            wait_until(120, "job B synthesized", || e2.status().prover_queue == 1);
+            let before = e2.status().memory_reserved;
+            let per_partition = e2.status().memory_reserved / 2;
+            e2.cancel(b).unwrap();
+            let after = e2.status().memory_reserved;
+            assert!(
+                after <= before - per_partition,
+                "cancel kept B's memory: {before} -> {after} bytes"
+            );
+            assert_eq!(e2.status().prover_queue, 0);
+            g2.open();
+            assert!(e2.await_job(a, None).is_ok());
+            e2.shutdown().unwrap();
+        },
+    );
 }
 
 /// The 2KiB circuit's parameter id and its files.
@@ -312,7 +344,7 @@ fn a_vk_that_does_not_match_the_params_is_a_params_error() {
     // A job fails the same way, before any proving.
     let err = e.prove(req).unwrap_err();
     assert_eq!(err.status, Status::Params, "{err}");
-    e.shutdown();
+    e.shutdown().unwrap();
 }
 
 /// Byte offsets of the section boundaries of a `.params` file: after the verifying key, after
@@ -335,7 +367,11 @@ fn section_ends(path: &std::path::Path) -> Vec<u64> {
         pos += 4 + point * u32::from_be_bytes(n) as u64;
         ends.push(pos);
     }
-    assert_eq!(pos, f.metadata().unwrap().len(), "section walk must end at the file's end");
+    assert_eq!(
+        pos,
+        f.metadata().unwrap().len(),
+        "section walk must end at the file's end"
+    );
     ends
 }
 

@@ -71,7 +71,7 @@ fn ten_partition_run_has_every_event_in_order() {
         .unwrap()
     });
     let out = engine.await_job(id, None).unwrap();
-    engine.shutdown();
+    engine.shutdown().unwrap();
     assert_eq!(out.proof.len(), 10 * 192);
     assert!(seen_at_unregister > 0);
     assert_eq!(

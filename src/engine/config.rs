@@ -1,13 +1,43 @@
-//! The engine's configuration, and every environment variable the engine reads.
+//! The engine's configuration, and every environment variable the engine reads:
+//!
+//! | variable | setting it gives a default to |
+//! |---|---|
+//! | `FIL_PROOFS_PARAMETER_CACHE` | [`Config::params_dir`] |
+//! | `CUZK_TIMELINE` | [`Config::timeline_stderr`] (`1`, `stderr`) or [`Config::timeline_file`] (a path) |
+//! | `CUZK_DEVICES` | [`Config::devices`] |
+//! | `CUZK_GPU_BATCH` | [`Config::gpu_batch`] |
+//! | `CUZK_GPU_WAIT` | [`Config::gpu_wait_blocking`] (`spin` or `block`) |
+//! | `CUZK_SYNTHESIS_NICE` | [`Config::synthesis_nice`] |
+//! | `CUZK_JOB_RETENTION_S` | [`Config::job_retention`] |
+//! | `CUZK_DEVICE_COOLDOWN_S` | [`Config::device_cooldown`] |
+//!
+//! A field left at its automatic value (0, empty, `None`) takes the variable, else the
+//! built-in default; a value set in the `Config` wins over the environment.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
-use super::{budget, dispatch::DEFAULT_GPU_BATCH};
+use crate::budget;
+
+/// Partitions per GPU call unless configured (BENCHMARKS.md, section 4).
+pub const DEFAULT_GPU_BATCH: usize = 4;
+/// How long a finished job's result is kept for its await (15 minutes).
+pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(15 * 60);
+/// Longest a cancelled job is kept: its caller already knows how it ended.
+pub const CANCELLED_RETENTION: Duration = Duration::from_secs(60);
+/// Jobs accepted and not finished at once, unless configured.
+pub const DEFAULT_MAX_JOBS: usize = 256;
+/// Largest C1 output accepted unless configured: a 32 GiB sector's is about 60-90 MB of JSON.
+pub const DEFAULT_MAX_C1_BYTES: usize = 512 << 20;
+/// First wait before a device taken out of service after faults is probed again; it doubles
+/// after each failed probe, up to [`MAX_DEVICE_COOLDOWN`].
+pub const DEFAULT_DEVICE_COOLDOWN: Duration = Duration::from_secs(60);
+pub const MAX_DEVICE_COOLDOWN: Duration = Duration::from_secs(30 * 60);
 
 /// Engine configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Partitions synthesized at once (each on its own thread). 0: automatic.
+    /// Partitions synthesized at once (each on its own thread). 0: automatic (one per core,
+    /// at least 2).
     pub synthesis_workers: usize,
     /// Synthesized partitions allowed to wait for a prover before synthesis pauses (keeps
     /// memory to what the provers can use soon). 0: automatic (two calls' worth per prover:
@@ -29,15 +59,32 @@ pub struct Config {
     /// GPUs). Empty: `CUZK_DEVICES`, else `auto`. A build without the `cuda` feature always
     /// proves on the CPU.
     pub devices: String,
-    /// Partitions proved per GPU in one call (0: `CUZK_GPU_BATCH`, else automatic).
+    /// Partitions proved per GPU in one call (0: `CUZK_GPU_BATCH`, else 4).
     pub gpu_batch: usize,
+    /// Threads waiting for a GPU sleep (`true`) or spin. None: `CUZK_GPU_WAIT` (`spin` or
+    /// `block`), else sleep.
+    pub gpu_wait_blocking: Option<bool>,
     /// Nice value of the synthesis threads (`CUZK_SYNTHESIS_NICE`; default 10 when a GPU
     /// proves, 0 otherwise): the GPU call's host-side work goes first on a loaded host.
     pub synthesis_nice: Option<i32>,
+    /// How long a finished job's result waits for its await before it is dropped (a later
+    /// await answers NOT_FOUND). Zero: `CUZK_JOB_RETENTION_S`, else 15 minutes. Cancelled jobs
+    /// are kept at most a minute.
+    pub job_retention: Duration,
+    /// Jobs accepted and not finished at once; a submit beyond it is refused with
+    /// RESOURCE_EXHAUSTED. 0: 256.
+    pub max_jobs: usize,
+    /// Largest C1 output accepted, in bytes; a larger one is INVALID_INPUT. 0: 512 MiB.
+    pub max_c1_bytes: usize,
+    /// How long a device taken out of service after repeated faults waits before it is probed
+    /// and, if the probe passes, put back (doubling after each failed probe, up to 30 min).
+    /// Zero: `CUZK_DEVICE_COOLDOWN_S`, else 60 s.
+    pub device_cooldown: Duration,
 }
 
 impl Default for Config {
     fn default() -> Self {
+        let timeline = std::env::var_os("CUZK_TIMELINE");
         Config {
             synthesis_workers: 0,
             synthesis_lookahead: 0,
@@ -46,15 +93,20 @@ impl Default for Config {
             self_check: true,
             // CUZK_TIMELINE=1 or =stderr: log lines to stderr; =<path>: append them to a file.
             timeline_stderr: matches!(
-                std::env::var("CUZK_TIMELINE").as_deref(),
-                Ok("1" | "stderr")
+                timeline.as_ref().and_then(|v| v.to_str()),
+                Some("1" | "stderr")
             ),
-            timeline_file: std::env::var_os("CUZK_TIMELINE")
+            timeline_file: timeline
                 .filter(|v| !v.is_empty() && v != "1" && v != "stderr" && v != "0")
                 .map(PathBuf::from),
             devices: String::new(),
             gpu_batch: 0,
+            gpu_wait_blocking: None,
             synthesis_nice: None,
+            job_retention: Duration::ZERO,
+            max_jobs: 0,
+            max_c1_bytes: 0,
+            device_cooldown: Duration::ZERO,
         }
     }
 }
@@ -66,7 +118,26 @@ pub fn default_params_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters"))
 }
 
+fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
+    let v = std::env::var(name).ok()?;
+    match v.trim().parse() {
+        Ok(x) => Some(x),
+        Err(_) => {
+            log::warn!("ignoring {name}={v:?}: not a valid value");
+            None
+        }
+    }
+}
+
+fn env_secs(name: &str) -> Option<Duration> {
+    env_parse::<f64>(name)
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+}
+
 impl Config {
+    /// The configuration with every automatic value replaced by what it resolves to (except
+    /// the synthesis nice value, which depends on the provers: [`Config::with_nice_for`]).
     pub(super) fn resolved(mut self) -> Config {
         if self.params_dir.as_os_str().is_empty() {
             self.params_dir = default_params_dir();
@@ -78,10 +149,12 @@ impl Config {
             self.devices = std::env::var("CUZK_DEVICES").unwrap_or_else(|_| "auto".into());
         }
         if self.gpu_batch == 0 {
-            self.gpu_batch = std::env::var("CUZK_GPU_BATCH")
-                .ok()
-                .and_then(|v| v.parse().ok())
+            self.gpu_batch = env_parse("CUZK_GPU_BATCH")
+                .filter(|b| *b > 0)
                 .unwrap_or(DEFAULT_GPU_BATCH);
+        }
+        if self.gpu_wait_blocking.is_none() {
+            self.gpu_wait_blocking = Some(std::env::var("CUZK_GPU_WAIT").as_deref() != Ok("spin"));
         }
         if self.synthesis_workers == 0 {
             let cores = std::thread::available_parallelism()
@@ -90,6 +163,59 @@ impl Config {
             // One per core: the memory budget, not this, bounds what is in flight.
             self.synthesis_workers = cores.max(2);
         }
+        if self.job_retention.is_zero() {
+            self.job_retention = env_secs("CUZK_JOB_RETENTION_S").unwrap_or(DEFAULT_JOB_RETENTION);
+        }
+        if self.max_jobs == 0 {
+            self.max_jobs = DEFAULT_MAX_JOBS;
+        }
+        if self.max_c1_bytes == 0 {
+            self.max_c1_bytes = DEFAULT_MAX_C1_BYTES;
+        }
+        if self.device_cooldown.is_zero() {
+            self.device_cooldown =
+                env_secs("CUZK_DEVICE_COOLDOWN_S").unwrap_or(DEFAULT_DEVICE_COOLDOWN);
+        }
         self
+    }
+
+    /// Fills in the synthesis nice value: `CUZK_SYNTHESIS_NICE`, else 10 when a GPU proves.
+    pub(super) fn with_nice_for(mut self, gpu: bool) -> Config {
+        if self.synthesis_nice.is_none() {
+            self.synthesis_nice =
+                Some(env_parse("CUZK_SYNTHESIS_NICE").unwrap_or(if gpu { 10 } else { 0 }));
+        }
+        self
+    }
+
+    /// Whether a request for `self` is answered by an engine running with `running` (its
+    /// resolved configuration): every setting given must be equal; automatic ones match what
+    /// they resolved to.
+    pub(super) fn matches(&self, running: &Config) -> bool {
+        let want = self.clone().resolved();
+        let auto_or = |auto: bool, same: bool| auto || same;
+        auto_or(
+            self.synthesis_workers == 0,
+            want.synthesis_workers == running.synthesis_workers,
+        ) && want.synthesis_lookahead == running.synthesis_lookahead
+            && auto_or(
+                self.memory_budget == 0,
+                want.memory_budget == running.memory_budget,
+            )
+            && want.params_dir == running.params_dir
+            && want.self_check == running.self_check
+            && want.timeline_stderr == running.timeline_stderr
+            && want.timeline_file == running.timeline_file
+            && want.devices == running.devices
+            && want.gpu_batch == running.gpu_batch
+            && want.gpu_wait_blocking == running.gpu_wait_blocking
+            && auto_or(
+                self.synthesis_nice.is_none(),
+                self.synthesis_nice == running.synthesis_nice,
+            )
+            && want.job_retention == running.job_retention
+            && want.max_jobs == running.max_jobs
+            && want.max_c1_bytes == running.max_c1_bytes
+            && want.device_cooldown == running.device_cooldown
     }
 }

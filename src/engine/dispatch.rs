@@ -1,7 +1,12 @@
-//! Prover dispatch: prover workers (one per backend) take ready partitions in batches, prove
-//! them, retry a GPU's failures on the CPU, and assemble and self-check finished jobs.
+//! Prover dispatch: one prover worker per backend takes ready partitions in batches and proves
+//! them; a partition a GPU failed on goes to the CPU retry worker, so that the GPU's worker goes
+//! on with the next call at once; finished jobs are assembled and self-checked.
+//!
+//! Each worker loop catches panics: a panic fails the jobs of the batch it was working on
+//! (PANIC) and the worker keeps serving.
 
 use std::{
+    collections::BTreeMap,
     sync::{atomic::Ordering, Arc},
     time::Instant,
 };
@@ -12,155 +17,76 @@ use ff::Field;
 use rand::rngs::OsRng;
 
 use super::{
-    health::{set_device, DEVICE_FAILURE_LIMIT},
-    jobs::{finish, ms, Job, JobOutput},
+    health,
+    jobs::{finish, ms, Job, JobOutput, PartitionReport},
     Inner,
 };
 use crate::{
     budget::Reservation,
-    error::{Error, Result, Status},
+    error::{catch, Error, Result, Status},
     params::Srs,
-    prover::{cpu::CpuProver, ProverBackend, ProvingAssignment, StageTimes},
+    prover::{ProvingAssignment, StageTimes},
     timeline::EventKind,
 };
 
+/// A synthesized partition waiting for a prover; holds its reserved memory.
 pub(super) struct ProveItem {
     pub(super) job: Arc<Job>,
     pub(super) partition: usize,
     pub(super) srs: Arc<Srs>,
     pub(super) assignment: ProvingAssignment,
-    pub(super) _reservation: Reservation,
+    pub(super) reservation: Reservation,
     pub(super) synth_end: Instant,
 }
 
-/// Partitions per GPU call unless configured (BENCHMARKS.md, section 4).
-pub const DEFAULT_GPU_BATCH: usize = 4;
-
-/// Chooses the prover backends for a `devices` setting (see [`Config::devices`]), with
-/// `gpu_batch` partitions per GPU call.
-pub fn select_backends(devices: &str, gpu_batch: usize) -> Result<Vec<Box<dyn ProverBackend>>> {
-    let want = devices.trim().to_ascii_lowercase();
-    let cpu = || -> Vec<Box<dyn ProverBackend>> { vec![Box::new(CpuProver)] };
-    let limit = match want.as_str() {
-        "" | "auto" | "gpu" => None,
-        "cpu" | "none" | "0" => return Ok(cpu()),
-        n => Some(n.parse::<usize>().map_err(|_| {
-            Error::invalid_argument(format!(
-                "devices must be `auto`, `cpu` or a number of GPUs, not {devices:?} \
-                 (to pick particular GPUs, set CUDA_VISIBLE_DEVICES)"
-            ))
-        })?),
-    };
-    #[cfg(feature = "cuda")]
-    {
-        match crate::prover::gpu::discover() {
-            crate::prover::gpu::Discovery::Devices(found, visible) => {
-                if let Some(n) = limit {
-                    if n > found.len() {
-                        return Err(Error::invalid_argument(format!(
-                            "{n} GPUs asked for, {} usable found",
-                            found.len()
-                        )));
-                    }
-                }
-                // supraseal addresses GPUs by position from 0: use the leading run of usable
-                // ones, up to the number asked for.
-                let mut chosen: Vec<_> = found
-                    .into_iter()
-                    .enumerate()
-                    .take_while(|(i, d)| *i == d.ordinal)
-                    .map(|(_, d)| d)
-                    .collect();
-                chosen.truncate(limit.unwrap_or(usize::MAX));
-                if chosen.is_empty() {
-                    log::warn!(
-                        "cuzk: GPU 0 is not usable (supraseal needs it): proving on the CPU"
-                    );
-                    return Ok(cpu());
-                }
-                for d in &chosen {
-                    log::info!(
-                        "cuzk: proving on GPU {} ({}, sm_{}{}, {} SMs, {} MiB free)",
-                        d.ordinal,
-                        d.name,
-                        d.capability.0,
-                        d.capability.1,
-                        d.multiprocessors,
-                        d.free_mem >> 20
-                    );
-                }
-                if chosen.len() < visible {
-                    log::warn!(
-                        "cuzk: using {} of the {visible} GPUs this process sees: one partition per GPU \
-                         per call (supraseal spreads a call over every visible GPU); to pick GPUs \
-                         and keep batched calls, set CUDA_VISIBLE_DEVICES instead",
-                        chosen.len()
-                    );
-                }
-                Ok(vec![Box::new(crate::prover::gpu::SuprasealProver::new(
-                    chosen, visible, gpu_batch,
-                ))])
-            }
-            crate::prover::gpu::Discovery::None(why) => {
-                if limit.is_some() || want == "gpu" {
-                    return Err(Error::new(
-                        Status::Unsupported,
-                        format!("no usable GPU: {why}"),
-                    ));
-                }
-                log::warn!("cuzk: no usable GPU ({why}): proving on the CPU");
-                Ok(cpu())
-            }
-        }
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        let _ = gpu_batch;
-        if limit.is_some() || want == "gpu" {
-            return Err(Error::new(
-                Status::Unsupported,
-                "this cuzk was built without the `cuda` feature: only `cpu` devices",
-            ));
-        }
-        Ok(cpu())
-    }
+/// A partition a GPU failed on, waiting for the CPU.
+pub(super) struct RetryItem {
+    pub(super) item: ProveItem,
+    /// Where it failed, and when its first prover picked it up.
+    slot: usize,
+    pickup: Instant,
+    r: Fr,
+    s: Fr,
 }
 
 pub(super) fn prove_worker(inner: &Arc<Inner>, d: usize) {
     let backend = &inner.backends[d];
     while let Some((_, first)) = inner.prove_q.pop() {
         // A multi-GPU backend takes one ready partition per usable device (same parameters).
-        let width = backend.max_batch().max(1);
         let mut items = vec![first];
-        while items.len() < width {
-            let id = items[0].srs.id.clone();
-            match inner.prove_q.try_pop_if(|it| it.srs.id == id) {
-                Some((_, it)) => items.push(it),
-                None => break,
+        let mut jobs = Vec::new();
+        let res = catch("prover worker", Status::Panic, || {
+            health::readmit_due(inner, d);
+            let width = backend.max_batch().max(1);
+            while items.len() < width {
+                let gen = items[0].srs.generation;
+                match inner.prove_q.try_pop_if(|it| it.srs.generation == gen) {
+                    Some((_, it)) => items.push(it),
+                    None => break,
+                }
             }
-        }
-        items.retain(|it| !it.job.stopped());
-        if !items.is_empty() {
-            prove_items(inner, d, backend.as_ref(), items);
+            items.retain(|it| !it.job.stopped());
+            jobs = items.iter().map(|it| it.job.clone()).collect();
+            if !items.is_empty() {
+                prove_items(inner, d, std::mem::take(&mut items));
+            }
+            Ok(())
+        });
+        if let Err(e) = res {
+            for job in jobs.iter().chain(items.iter().map(|it| &it.job)) {
+                finish(inner, job, Err(e.clone()));
+            }
+            let base = inner.slot_base[d];
+            let n = backend.devices().len();
+            inner.devices.lock()[base..base + n]
+                .iter_mut()
+                .for_each(|dv| dv.current = None);
         }
     }
 }
 
-/// Where a partition was proved, for its report and events.
-pub(super) struct Proved {
-    pub(super) slot: usize,
-    pub(super) result: Result<Proof<Bls12>>,
-    pub(super) stages: StageTimes,
-    /// Proved by the CPU fallback (after a GPU error, or with every GPU out of service).
-    pub(super) on_cpu: bool,
-}
-
-pub(super) fn prove_items(
-    inner: &Arc<Inner>,
-    d: usize,
-    backend: &dyn ProverBackend,
-    items: Vec<ProveItem>,
-) {
+fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
+    let backend = inner.backends[d].as_ref();
     let base = inner.slot_base[d];
     let pickup = Instant::now();
     let n = items.len();
@@ -175,14 +101,15 @@ pub(super) fn prove_items(
             partition,
             srs: _,
             assignment,
-            _reservation,
+            reservation,
             synth_end,
         } = it;
         asgs.push(Some(assignment));
-        metas.push((job, partition, _reservation, synth_end));
+        metas.push((job, partition, reservation, synth_end));
     }
     let use_gpu = backend.max_batch() > 0 || !backend.is_gpu();
     // Events: the slot is a guess until the backend says where each partition ran.
+    let mut guessed = Vec::with_capacity(n);
     for (i, (job, k, _, _)) in metas.iter().enumerate() {
         let slot = base + if use_gpu { backend.device_for(i, n) } else { 0 };
         let name = if use_gpu { backend.name() } else { "cpu" };
@@ -198,6 +125,7 @@ pub(super) fn prove_items(
             .timeline
             .emit(EventKind::GpuStart, job.id, *k as u32, slot as u32, 0, name);
         inner.devices.lock()[slot].current = Some((job.id, *k));
+        guessed.push(slot);
     }
     inner
         .counters
@@ -205,154 +133,287 @@ pub(super) fn prove_items(
         .fetch_add(n as u64, Ordering::Relaxed);
     let mut times = vec![StageTimes::default(); n];
     let results: Vec<(usize, Result<Proof<Bls12>>)> = if use_gpu {
-        crate::error::catch("proving", Status::Proving, || {
+        catch("the prover", Status::Panic, || {
             Ok(backend.prove_batch(&mut asgs, &srs, &rs, &ss, &mut times))
         })
-        .unwrap_or_else(|e| (0..n).map(|i| (i, Err(e.clone()))).collect())
+        .unwrap_or_else(|e| {
+            (0..n)
+                .map(|i| (backend.device_for(i, n), Err(e.clone())))
+                .collect()
+        })
     } else {
         // Every device of this backend is out of service: its partitions go to the CPU.
         (0..n)
             .map(|_| (0, Err(Error::new(Status::Unsupported, "no usable device"))))
             .collect()
     };
-    let mut proved = Vec::with_capacity(n);
-    for (i, (sub, result)) in results.into_iter().enumerate() {
-        let slot = base + sub;
-        let (job, k, _, _) = &metas[i];
-        let mut p = Proved {
-            slot,
-            result,
-            stages: times[i],
-            on_cpu: false,
-        };
-        // Only device faults count (not, say, a partition that does not fit the parameters,
-        // or no device being usable).
-        let fault =
-            matches!(&p.result, Err(e) if matches!(e.status, Status::Proving | Status::Panic));
-        if backend.is_gpu() && use_gpu {
-            let failures = {
-                let mut devs = inner.devices.lock();
-                let dv = &mut devs[slot];
-                if p.result.is_ok() {
-                    dv.consecutive_failures = 0;
-                } else if fault {
-                    dv.consecutive_failures += 1;
-                }
-                dv.consecutive_failures
-            };
-            if fault && failures >= DEVICE_FAILURE_LIMIT && set_device(inner, d, sub, false) {
-                log::error!(
-                    "{}: {failures} partitions failed in a row: device taken out of service",
-                    inner.devices.lock()[slot].name
-                );
-            }
-        }
-        // A GPU error must not fail the job: GPU backends leave the assignment in place, and
-        // a partition they fail on is proved again on the CPU.
-        if let (Err(e), true, Some(_)) = (&p.result, backend.is_gpu(), &asgs[i]) {
-            log::warn!(
-                "{}: partition {k} of job {} failed ({}): proving it on the CPU",
-                inner.devices.lock()[slot].name,
-                job.id,
-                e.message
-            );
-            if use_gpu {
-                inner.timeline.emit(
-                    EventKind::GpuEnd,
-                    job.id,
-                    *k as u32,
-                    slot as u32,
-                    ms(pickup.elapsed()) as u64,
-                    "failed;retry=cpu",
-                );
-                inner.timeline.emit(
-                    EventKind::GpuStart,
-                    job.id,
-                    *k as u32,
-                    slot as u32,
-                    0,
-                    "cpu-retry",
-                );
-            }
-            let mut st = StageTimes::default();
-            p.result = crate::error::catch("proving", Status::Proving, || {
-                inner
-                    .fallback
-                    .prove(&mut asgs[i], &srs, rs[i], ss[i], &mut st)
-            });
-            p.stages = st;
-            p.on_cpu = true;
-            inner.counters.cpu_retries.fetch_add(1, Ordering::Relaxed);
-        }
-        asgs[i] = None;
-        proved.push(p);
-    }
     inner
         .counters
         .proving
         .fetch_sub(n as u64, Ordering::Relaxed);
+    // Device health: one outcome per device per call. Only device faults count (not, say, a
+    // partition that does not fit the parameters, or no device being usable).
+    if backend.is_gpu() && use_gpu {
+        let mut outcome: BTreeMap<usize, bool> = BTreeMap::new();
+        for (sub, r) in &results {
+            let fault = matches!(r, Err(e) if matches!(e.status, Status::Proving | Status::Panic));
+            *outcome.entry(*sub).or_default() |= fault;
+        }
+        for (sub, fault) in outcome {
+            health::record_call(inner, d, sub, fault);
+        }
+    }
     let prove_ms = ms(pickup.elapsed());
-    for ((job, k, reservation, synth_end), p) in metas.into_iter().zip(proved) {
+    for (i, ((sub, result), (job, k, reservation, synth_end))) in
+        results.into_iter().zip(metas).enumerate()
+    {
+        let slot = base + sub;
         {
             let mut devs = inner.devices.lock();
-            devs[p.slot].current = None;
-            devs[p.slot].partitions_proved += (p.result.is_ok() && !p.on_cpu) as u64;
+            devs[guessed[i]].current = None;
+            devs[slot].current = None;
+            devs[slot].partitions_proved += result.is_ok() as u64;
         }
-        // Where the event's slot guess was wrong (a partial batch), close it where it opened.
-        let detail = match (&p.result, p.on_cpu) {
-            (Err(_), _) => "failed".to_string(),
-            (Ok(_), true) => "cpu".to_string(),
-            (Ok(_), false) => inner.devices.lock()[p.slot].name.clone(),
+        let report = PartitionReport {
+            wait_ms: ms(pickup - synth_end),
+            prove_ms,
+            stages: times[i],
+            device: slot,
+            ..Default::default()
         };
-        inner.timeline.emit(
-            EventKind::GpuEnd,
-            job.id,
-            k as u32,
-            p.slot as u32,
-            prove_ms as u64,
-            &detail,
-        );
-        drop(reservation);
-        let proof = match p.result {
-            Ok(proof) => proof,
+        match result {
+            Ok(proof) => {
+                let name = inner.devices.lock()[slot].name.clone();
+                inner.timeline.emit(
+                    EventKind::GpuEnd,
+                    job.id,
+                    k as u32,
+                    slot as u32,
+                    prove_ms as u64,
+                    &name,
+                );
+                drop(reservation);
+                complete(inner, &job, k, &srs, proof, report);
+            }
+            // A GPU error must not fail the job: GPU backends leave the assignment in place,
+            // and the CPU retry worker proves it again while this worker goes on.
+            Err(e) if backend.is_gpu() && asgs[i].is_some() => {
+                log::warn!(
+                    "{}: partition {k} of job {} failed ({}): proving it on the CPU",
+                    inner.devices.lock()[slot].name,
+                    job.id,
+                    e.message
+                );
+                if use_gpu {
+                    inner.timeline.emit(
+                        EventKind::GpuEnd,
+                        job.id,
+                        k as u32,
+                        slot as u32,
+                        prove_ms as u64,
+                        "failed;retry=cpu",
+                    );
+                }
+                let held = reservation.bytes();
+                let key = job.key(k);
+                let item = RetryItem {
+                    item: ProveItem {
+                        job: job.clone(),
+                        partition: k,
+                        srs: srs.clone(),
+                        assignment: asgs[i].take().expect("checked above"),
+                        reservation,
+                        synth_end,
+                    },
+                    slot,
+                    pickup,
+                    r: rs[i],
+                    s: ss[i],
+                };
+                inner.retry_held.fetch_add(held, Ordering::AcqRel);
+                if let Err(it) = inner.retry_q.push(key, item) {
+                    inner.retry_held.fetch_sub(held, Ordering::AcqRel);
+                    drop(it);
+                    finish(
+                        inner,
+                        &job,
+                        Err(Error::new(Status::NotRunning, "the engine was shut down")),
+                    );
+                } else if job.stopped() {
+                    // Cancelled meanwhile: its queued items are gone or about to be.
+                    release_retries_of(inner, job.id);
+                }
+            }
             Err(e) => {
+                inner.timeline.emit(
+                    EventKind::GpuEnd,
+                    job.id,
+                    k as u32,
+                    slot as u32,
+                    prove_ms as u64,
+                    "failed",
+                );
+                drop(reservation);
                 finish(inner, &job, Err(e));
-                continue;
             }
-        };
-        let complete = {
-            let mut st = job.state.lock();
-            if st.result.is_some() {
-                continue;
-            }
-            st.proofs[k] = Some(proof);
-            let rep = &mut st.reports[k];
-            rep.wait_ms = ms(pickup - synth_end);
-            rep.prove_ms = prove_ms;
-            rep.stages = p.stages;
-            rep.device = p.slot;
-            st.remaining -= 1;
-            st.remaining == 0
-        };
-        if complete {
-            let out = assemble(inner, &job, &srs);
-            finish(inner, &job, out);
         }
     }
 }
 
-/// Serializes and (unless disabled) verifies a job whose partitions are all proved.
-pub(super) fn assemble(inner: &Inner, job: &Job, srs: &Srs) -> Result<JobOutput> {
-    let (proofs, reports) = {
-        let st = job.state.lock();
-        let proofs: Vec<Proof<Bls12>> = st
-            .proofs
-            .iter()
-            .map(|p| p.clone().expect("all partitions proved"))
-            .collect();
+/// Takes a finished job's partitions out of the retry queue (their memory goes back now).
+pub(super) fn release_retries_of(inner: &Inner, job: u64) {
+    for it in inner.retry_q.remove_if(|it| it.item.job.id == job) {
+        inner
+            .retry_held
+            .fetch_sub(it.item.reservation.bytes(), Ordering::AcqRel);
+    }
+}
+
+/// The CPU retry worker: proves, one at a time, the partitions a GPU failed on.
+pub(super) fn retry_worker(inner: &Arc<Inner>) {
+    while let Some((_, it)) = inner.retry_q.pop() {
+        let job = it.item.job.clone();
+        let held = it.item.reservation.bytes();
+        let res = if job.stopped() {
+            Ok(())
+        } else {
+            catch("CPU retry", Status::Panic, || retry_one(inner, it))
+        };
+        inner.retry_held.fetch_sub(held, Ordering::AcqRel);
+        if let Err(e) = res {
+            finish(inner, &job, Err(e));
+        }
+    }
+}
+
+fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
+    let RetryItem {
+        item:
+            ProveItem {
+                job,
+                partition: k,
+                srs,
+                assignment,
+                reservation,
+                synth_end,
+            },
+        slot,
+        pickup,
+        r,
+        s,
+    } = it;
+    // The CPU prover needs the parameters in host memory: wait for memory ahead of new
+    // synthesis; partitions waiting here cannot give theirs back meanwhile.
+    srs.params_waiting(
+        || inner.retry_held.load(Ordering::Acquire),
+        || {
+            if job.stopped() {
+                Some(Error::new(Status::Cancelled, "stopped"))
+            } else if !inner.running.load(Ordering::Acquire) {
+                Some(Error::new(Status::NotRunning, "the engine was shut down"))
+            } else {
+                None
+            }
+        },
+    )
+    .map_err(|e| {
+        Error::new(
+            e.status,
+            format!(
+                "partition {k} failed on the GPU and cannot be proved on the CPU: {}",
+                e.message
+            ),
+        )
+    })?;
+    if job.stopped() {
+        return Ok(());
+    }
+    inner.timeline.emit(
+        EventKind::GpuStart,
+        job.id,
+        k as u32,
+        slot as u32,
+        0,
+        "cpu-retry",
+    );
+    let mut stages = StageTimes::default();
+    let mut asg = Some(assignment);
+    let proof = inner.fallback.prove(&mut asg, &srs, r, s, &mut stages);
+    drop(asg);
+    let prove_ms = ms(pickup.elapsed());
+    inner.timeline.emit(
+        EventKind::GpuEnd,
+        job.id,
+        k as u32,
+        slot as u32,
+        prove_ms as u64,
+        if proof.is_ok() { "cpu" } else { "failed" },
+    );
+    drop(reservation);
+    let proof = proof?;
+    inner.counters.cpu_retries.fetch_add(1, Ordering::Relaxed);
+    let report = PartitionReport {
+        wait_ms: ms(pickup - synth_end),
+        prove_ms,
+        stages,
+        device: slot,
+        cpu_retry: true,
+        ..Default::default()
+    };
+    complete(inner, &job, k, &srs, proof, report);
+    Ok(())
+}
+
+/// Records partition `k`'s proof; the last one assembles and self-checks the job. The proofs
+/// are taken out under the job's lock, so a cancel that comes in between finds a job that is
+/// either still open or already done, never one half taken apart.
+fn complete(
+    inner: &Inner,
+    job: &Job,
+    k: usize,
+    srs: &Srs,
+    proof: Proof<Bls12>,
+    rep: PartitionReport,
+) {
+    let all = {
+        let mut st = job.state.lock();
+        if st.result.is_some() {
+            return;
+        }
+        st.proofs[k] = Some(proof);
+        let r = &mut st.reports[k];
+        r.wait_ms = rep.wait_ms;
+        r.prove_ms = rep.prove_ms;
+        r.stages = rep.stages;
+        r.device = rep.device;
+        r.cpu_retry = rep.cpu_retry;
+        st.remaining -= 1;
+        if st.remaining > 0 {
+            return;
+        }
+        let proofs: Option<Vec<Proof<Bls12>>> = st.proofs.iter_mut().map(|p| p.take()).collect();
         (proofs, st.reports.clone())
     };
-    let mut bytes = Vec::with_capacity(proofs.len() * 192);
+    let out = match all {
+        (Some(proofs), reports) => assemble(inner, job, proofs, reports, srs),
+        (None, _) => Err(Error::internal(format!(
+            "job {}: a partition's proof is missing at assembly",
+            job.id
+        ))),
+    };
+    finish(inner, job, out);
+}
+
+/// Serializes and (unless disabled) verifies a job whose partitions are all proved, with the
+/// verifying key of the `.vk` file.
+fn assemble(
+    inner: &Inner,
+    job: &Job,
+    proofs: Vec<Proof<Bls12>>,
+    reports: Vec<PartitionReport>,
+    srs: &Srs,
+) -> Result<JobOutput> {
+    let mut bytes = Vec::with_capacity(proofs.len() * crate::PROOF_BYTES);
     for p in &proofs {
         p.write(&mut bytes)
             .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
@@ -374,12 +435,13 @@ pub(super) fn assemble(inner: &Inner, job: &Job, srs: &Srs) -> Result<JobOutput>
         if !ok {
             return Err(Error::new(
                 Status::VerifyFailed,
-                "self-check failed: the proof does not verify (parameters do not match the verifying key?)",
+                "self-check failed: the proof does not verify with the circuit's .vk",
             ));
         }
         verified = true;
     }
     Ok(JobOutput {
+        job: job.id,
         proof: bytes,
         partitions: reports,
         wall_ms: ms(job.submitted.elapsed()),

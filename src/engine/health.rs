@@ -1,8 +1,30 @@
-//! Device health: which prover devices are in service, and taking one out after repeated
-//! faults.
+//! Device health: which prover devices are in service.
+//!
+//! Faults are counted per prover call, not per partition: a call of four partitions that fails
+//! on a device is one fault of that device. After [`DEVICE_FAILURE_LIMIT`] failed calls in a
+//! row a device is taken out of service; its partitions go to the other devices (the CPU when
+//! none is left). A device taken out for faults is probed again after a cool-down
+//! (`Config::device_cooldown`, doubling after each failed probe up to 30 minutes) and put back
+//! when the probe passes. A device the operator took out stays out until the operator puts it
+//! back.
 
-use super::{Engine, Inner};
+use std::time::{Duration, Instant};
+
+use super::{config::MAX_DEVICE_COOLDOWN, Engine, Inner};
 use crate::error::{Error, Result, Status};
+
+/// Failed calls in a row after which a device is taken out of service.
+pub const DEVICE_FAILURE_LIMIT: u32 = 3;
+
+/// Why a device is out of service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutOfService {
+    /// `Engine::set_device_enabled(.., false)`: only the operator puts it back.
+    Operator,
+    /// Repeated faults: probed again after a cool-down.
+    Faults,
+}
 
 /// What one prover device is doing.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -12,39 +34,148 @@ pub struct DeviceStatus {
     pub current: Option<(u64, usize)>,
     pub partitions_proved: u64,
     /// False once taken out of service (by `Engine::set_device_enabled` or after repeated
-    /// errors); its partitions go to the other devices, or to the CPU.
+    /// faults); its partitions go to the other devices, or to the CPU.
     pub enabled: bool,
-    /// Partitions failed in a row on this device.
+    /// Why it is out of service, while it is.
+    pub out_of_service: Option<OutOfService>,
+    /// Prover calls failed in a row on this device.
     pub consecutive_failures: u32,
+    /// Prover calls that failed on this device, in all.
+    pub failed_calls: u64,
+    /// Times it was put back in service after a passed probe.
+    pub readmissions: u64,
+    /// Milliseconds until the next probe, while out of service for faults.
+    pub probe_in_ms: Option<u64>,
 }
 
-/// Consecutive failures after which a device is taken out of service.
-pub(super) const DEVICE_FAILURE_LIMIT: u32 = 3;
+/// When a device out for faults is probed next, and the cool-down after that.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Probe {
+    pub(super) at: Option<Instant>,
+    pub(super) cooldown: Duration,
+}
 
 /// Puts device `sub` of backend `d` in or out of service, in the backend and in the engine's
 /// status; false where the backend cannot.
-pub(super) fn set_device(inner: &Inner, d: usize, sub: usize, on: bool) -> bool {
+pub(super) fn set_device(inner: &Inner, d: usize, sub: usize, on: bool, why: OutOfService) -> bool {
     if !inner.backends[d].set_enabled(sub, on) {
         return false;
     }
     let slot = inner.slot_base[d] + sub;
     let mut devs = inner.devices.lock();
-    devs[slot].enabled = on;
+    let dv = &mut devs[slot];
+    dv.enabled = on;
+    let mut probes = inner.probes.lock();
     if on {
-        devs[slot].consecutive_failures = 0;
+        dv.consecutive_failures = 0;
+        dv.out_of_service = None;
+        probes[slot] = Probe::default();
+    } else {
+        dv.out_of_service = Some(why);
+        probes[slot] = match why {
+            OutOfService::Operator => Probe::default(),
+            OutOfService::Faults => Probe {
+                at: Some(Instant::now() + inner.cfg.device_cooldown),
+                cooldown: inner.cfg.device_cooldown,
+            },
+        };
     }
     log::info!(
         "device {slot} ({}) {}",
-        devs[slot].name,
-        if on { "enabled" } else { "disabled" }
+        dv.name,
+        if on { "in service" } else { "out of service" }
     );
     true
+}
+
+/// Records the outcome of one prover call on device `sub` of backend `d`: `fault` when the
+/// device failed on any of the call's partitions. Takes the device out after
+/// [`DEVICE_FAILURE_LIMIT`] failed calls in a row.
+pub(super) fn record_call(inner: &Inner, d: usize, sub: usize, fault: bool) {
+    let slot = inner.slot_base[d] + sub;
+    let failures = {
+        let mut devs = inner.devices.lock();
+        let dv = &mut devs[slot];
+        if fault {
+            dv.consecutive_failures += 1;
+            dv.failed_calls += 1;
+        } else {
+            dv.consecutive_failures = 0;
+        }
+        (dv.consecutive_failures, dv.enabled)
+    };
+    if fault
+        && failures.1
+        && failures.0 >= DEVICE_FAILURE_LIMIT
+        && set_device(inner, d, sub, false, OutOfService::Faults)
+    {
+        log::error!(
+            "{}: {} prover calls failed in a row: taken out of service, probed again in {:?}",
+            inner.devices.lock()[slot].name,
+            failures.0,
+            inner.cfg.device_cooldown
+        );
+    }
+}
+
+/// Probes the devices of backend `d` whose cool-down has passed, and puts back those that
+/// pass. Called by the backend's prover worker before each call.
+pub(super) fn readmit_due(inner: &Inner, d: usize) {
+    let n = inner.backends[d].devices().len();
+    let now = Instant::now();
+    for sub in 0..n {
+        let slot = inner.slot_base[d] + sub;
+        let due = inner.probes.lock()[slot].at.is_some_and(|at| at <= now);
+        if !due {
+            continue;
+        }
+        match inner.backends[d].probe(sub) {
+            Ok(()) => {
+                if set_device(inner, d, sub, true, OutOfService::Faults) {
+                    inner.devices.lock()[slot].readmissions += 1;
+                    log::warn!(
+                        "{}: probe passed after the cool-down: back in service",
+                        inner.devices.lock()[slot].name
+                    );
+                }
+            }
+            Err(e) => {
+                let name = inner.devices.lock()[slot].name.clone();
+                // Lock order: devices, then probes (as in set_device).
+                let cooldown = {
+                    let mut probes = inner.probes.lock();
+                    let p = &mut probes[slot];
+                    p.cooldown = (p.cooldown * 2).min(MAX_DEVICE_COOLDOWN);
+                    p.at = Some(now + p.cooldown);
+                    p.cooldown
+                };
+                log::error!(
+                    "{name}: probe failed ({}): next probe in {cooldown:?}",
+                    e.message
+                );
+            }
+        }
+    }
+}
+
+/// Milliseconds until each device's next probe (None where none is due).
+pub(super) fn probe_in_ms(inner: &Inner) -> Vec<Option<u64>> {
+    let now = Instant::now();
+    inner
+        .probes
+        .lock()
+        .iter()
+        .map(|p| {
+            p.at.map(|at| at.saturating_duration_since(now).as_millis() as u64)
+        })
+        .collect()
 }
 
 impl Engine {
     /// Takes a prover device out of service (`on = false`) or back in, by its index in
     /// `status().devices`. Partitions in flight finish; later ones go to the other devices
-    /// (the CPU if none is left).
+    /// (the CPU if none is left). A device the operator takes out is never put back
+    /// automatically; putting one back also ends a cool-down after faults.
     pub fn set_device_enabled(&self, device: usize, on: bool) -> Result<()> {
         let i = &self.inner;
         let d = i
@@ -53,7 +184,7 @@ impl Engine {
             .rposition(|&b| b <= device)
             .filter(|_| device < i.devices.lock().len())
             .ok_or_else(|| Error::invalid_argument(format!("no device {device}")))?;
-        if !set_device(i, d, device - i.slot_base[d], on) {
+        if !set_device(i, d, device - i.slot_base[d], on, OutOfService::Operator) {
             return Err(Error::new(
                 Status::Unsupported,
                 format!("device {device} cannot be taken out of service"),

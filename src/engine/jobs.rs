@@ -1,8 +1,15 @@
-//! Jobs: what a caller submits, what it gets back, and the engine's record of each job.
+//! Jobs: what a caller submits, what it gets back, and the engine's table of jobs.
+//!
+//! A job enters the table at submit and leaves it when an await returns its result, or, if
+//! nobody collects it, a retention period after it finished (`Config::job_retention`; at most
+//! a minute for a cancelled job, whose caller already knows how it ended). Ids are unique for
+//! the life of the process, so a stale id never reaches another job, even across engine
+//! restarts.
 
 use std::{
+    collections::HashMap,
     sync::{
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         Arc,
     },
     time::{Duration, Instant},
@@ -12,7 +19,7 @@ use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use parking_lot::{Condvar, Mutex};
 
-use super::{queue::Key, Inner};
+use super::{config::CANCELLED_RETENTION, queue::Key, Inner};
 use crate::{
     error::{Error, Result, Status},
     porep::{FixtureShape, SealCircuits},
@@ -47,11 +54,15 @@ pub struct PartitionReport {
     pub reserved_bytes: u64,
     /// Index (in `status().devices`) of the device that proved it.
     pub device: usize,
+    /// Proved by the CPU after a GPU failed on it.
+    pub cpu_retry: bool,
 }
 
 /// A finished job.
 #[derive(Clone, Debug)]
 pub struct JobOutput {
+    /// The job's id.
+    pub job: u64,
     /// `partitions × 192` bytes.
     pub proof: Vec<u8>,
     pub partitions: Vec<PartitionReport>,
@@ -60,16 +71,19 @@ pub struct JobOutput {
     pub verified: bool,
 }
 
+/// Job ids, unique for the life of the process.
+static NEXT_JOB: AtomicU64 = AtomicU64::new(1);
+
 pub(super) struct JobState {
     pub(super) proofs: Vec<Option<Proof<Bls12>>>,
     pub(super) reports: Vec<PartitionReport>,
     pub(super) remaining: usize,
     pub(super) result: Option<Result<JobOutput>>,
+    pub(super) finished_at: Option<Instant>,
 }
 
 pub(super) struct Job {
     pub(super) id: u64,
-    pub(super) seq: u64,
     pub(super) priority: i32,
     /// The job's circuits (vanilla proofs: up to ~50 MB for 32GiB); dropped when the job ends,
     /// so that a result nobody awaits costs little.
@@ -82,16 +96,37 @@ pub(super) struct Job {
 }
 
 impl Job {
+    pub(super) fn new(priority: i32, circuits: Arc<dyn SealCircuits>) -> Job {
+        let n = circuits.shape().partitions;
+        Job {
+            id: NEXT_JOB.fetch_add(1, Ordering::Relaxed),
+            priority,
+            circuits: Mutex::new(Some(circuits)),
+            submitted: Instant::now(),
+            stop: Arc::new(AtomicBool::new(false)),
+            state: Mutex::new(JobState {
+                proofs: vec![None; n],
+                reports: vec![PartitionReport::default(); n],
+                remaining: n,
+                result: None,
+                finished_at: None,
+            }),
+            done: Condvar::new(),
+        }
+    }
+
     pub(super) fn key(&self, partition: usize) -> Key {
         Key {
             priority: self.priority,
-            job_seq: self.seq,
+            job_seq: self.id,
             partition,
         }
     }
+
     pub(super) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
+
     /// The circuits, unless the job has ended.
     pub(super) fn circuits(&self) -> Result<Arc<dyn SealCircuits>> {
         self.circuits
@@ -101,7 +136,92 @@ impl Job {
     }
 }
 
-/// Sets a job's result once; later calls are ignored. Stops its remaining partitions.
+/// The jobs submitted and not yet collected.
+pub(super) struct JobTable {
+    jobs: Mutex<HashMap<u64, Arc<Job>>>,
+    retention: Duration,
+    max_unfinished: usize,
+}
+
+impl JobTable {
+    pub(super) fn new(retention: Duration, max_unfinished: usize) -> Self {
+        JobTable {
+            jobs: Mutex::new(HashMap::new()),
+            retention,
+            max_unfinished,
+        }
+    }
+
+    /// Adds a job unless `max_unfinished` jobs are already queued or running.
+    pub(super) fn insert(&self, job: Arc<Job>) -> Result<()> {
+        let mut jobs = self.jobs.lock();
+        let unfinished = jobs
+            .values()
+            .filter(|j| j.state.lock().result.is_none())
+            .count();
+        if unfinished >= self.max_unfinished {
+            return Err(Error::new(
+                Status::ResourceExhausted,
+                format!(
+                    "{unfinished} jobs are queued or running, the most this engine takes \
+                     (max_jobs); submit again when one has finished"
+                ),
+            ));
+        }
+        jobs.insert(job.id, job);
+        Ok(())
+    }
+
+    pub(super) fn get(&self, id: u64) -> Result<Arc<Job>> {
+        self.jobs.lock().get(&id).cloned().ok_or_else(|| {
+            Error::new(
+                Status::NotFound,
+                format!(
+                    "no job {id}: never submitted to this engine, already awaited, or finished \
+                     more than {} s ago without being awaited",
+                    self.retention.as_secs()
+                ),
+            )
+        })
+    }
+
+    pub(super) fn remove(&self, id: u64) {
+        self.jobs.lock().remove(&id);
+    }
+
+    pub(super) fn all(&self) -> Vec<Arc<Job>> {
+        self.jobs.lock().values().cloned().collect()
+    }
+
+    /// Drops finished jobs kept longer than their retention.
+    pub(super) fn reap(&self) {
+        let now = Instant::now();
+        self.jobs.lock().retain(|_, j| {
+            let st = j.state.lock();
+            let keep = match (&st.result, st.finished_at) {
+                (Some(Err(e)), Some(at)) if e.status == Status::Cancelled => {
+                    now - at < self.retention.min(CANCELLED_RETENTION)
+                }
+                (Some(_), Some(at)) => now - at < self.retention,
+                _ => true,
+            };
+            keep
+        });
+    }
+
+    /// (unfinished, finished and waiting to be collected).
+    pub(super) fn counts(&self) -> (usize, usize) {
+        let jobs = self.jobs.lock();
+        let unfinished = jobs
+            .values()
+            .filter(|j| j.state.lock().result.is_none())
+            .count();
+        (unfinished, jobs.len() - unfinished)
+    }
+}
+
+/// Sets a job's result once; later calls are ignored. Stops its remaining partitions and gives
+/// back, at once, the memory of those that were waiting in a queue.
 pub(super) fn finish(inner: &Inner, job: &Job, res: Result<JobOutput>) {
     let mut st = job.state.lock();
     if st.result.is_some() {
@@ -128,11 +248,11 @@ pub(super) fn finish(inner: &Inner, job: &Job, res: Result<JobOutput>) {
         }
     }
     st.result = Some(res);
-    // Free the proofs of abandoned partitions, and the circuits' data.
+    st.finished_at = Some(Instant::now());
+    // Free the proofs of abandoned partitions.
     st.proofs.iter_mut().for_each(|p| *p = None);
-    drop(st);
-    job.circuits.lock().take();
-    job.done.notify_all();
+    // Recorded before any waiter can see the result: a caller that awaits the job and then
+    // unregisters its callback has seen this event.
     inner.timeline.emit(
         kind,
         job.id,
@@ -141,6 +261,14 @@ pub(super) fn finish(inner: &Inner, job: &Job, res: Result<JobOutput>) {
         job.submitted.elapsed().as_millis() as u64,
         &detail,
     );
+    drop(st);
+    job.circuits.lock().take();
+    job.done.notify_all();
+    // Queued partitions hold reserved memory: drop them now, not when a worker pops them.
+    let id = job.id;
+    drop(inner.synth_q.remove_if(|it| it.job.id == id));
+    drop(inner.prove_q.remove_if(|it| it.job.id == id));
+    super::dispatch::release_retries_of(inner, id);
 }
 
 pub(super) fn ms(d: Duration) -> f64 {

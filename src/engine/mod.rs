@@ -4,10 +4,20 @@
 //! ```text
 //! submit ─► validate (parse, shape, replica id, vanilla proofs) ─► N partition items
 //!   synthesis queue (priority, job seq, partition) ─► synthesis workers (reserve bytes first)
-//!   prover queue (same order)                       ─► prover workers (one per device)
-//!   all partitions in ─► self-check (Groth16 batch verify) ─► await returns the bytes
+//!   prover queue (same order)                       ─► prover workers (one per backend)
+//!   a GPU's failed partitions ─► CPU retry queue    ─► CPU retry worker
+//!   all partitions in ─► self-check (Groth16 batch verify, .vk key) ─► await returns the bytes
 //! ```
+//!
+//! Modules by concern: [`config`] (settings, every environment variable), `jobs` (the job
+//! table), `synth` (synthesis workers), `dispatch` (prover workers, CPU retries, assembly),
+//! `health` (devices in and out of service), `status` (snapshots, Prometheus), `global` (the
+//! process singleton), `backends` (which provers), `queue` (the priority queues).
+//!
+//! Threads: every worker loop catches panics and fails only the job it was working on. User
+//! callbacks never run on these threads (see [`crate::timeline`]).
 
+mod backends;
 mod config;
 mod dispatch;
 mod global;
@@ -18,7 +28,7 @@ mod status;
 mod synth;
 
 use std::{
-    collections::HashMap,
+    collections::HashSet,
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Arc,
@@ -27,93 +37,118 @@ use std::{
     time::{Duration, Instant},
 };
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 pub use self::{
-    config::{default_params_dir, Config},
-    dispatch::{select_backends, DEFAULT_GPU_BATCH},
+    backends::select_backends,
+    config::{
+        default_params_dir, Config, CANCELLED_RETENTION, DEFAULT_DEVICE_COOLDOWN,
+        DEFAULT_GPU_BATCH, DEFAULT_JOB_RETENTION, DEFAULT_MAX_C1_BYTES, DEFAULT_MAX_JOBS,
+    },
     global::{global, global_or_default, shutdown_global, start_global},
-    health::DeviceStatus,
+    health::{DeviceStatus, OutOfService, DEVICE_FAILURE_LIMIT},
     jobs::{JobOutput, JobRequest, PartitionReport},
     status::EngineStatus,
 };
 use self::{
-    dispatch::{prove_worker, ProveItem},
-    jobs::{finish, Job, JobState},
+    dispatch::{prove_worker, retry_worker, ProveItem, RetryItem},
+    health::Probe,
+    jobs::{finish, Job, JobTable},
     queue::PriorityQueue,
     status::Counters,
     synth::{prepare_backends, synth_worker, SynthItem},
 };
 use crate::{
-    budget::{self, Budget},
+    budget::Budget,
     error::{Error, Result, Status},
     params::SrsCache,
     porep,
     prover::{cpu::CpuProver, ProverBackend},
-    timeline::{EventKind, Sink, Timeline, NO_PARTITION},
+    timeline::{in_callback, EventKind, Sink, Timeline, NO_PARTITION},
 };
 
 struct Inner {
     cfg: Config,
     budget: Arc<Budget>,
     srs: SrsCache,
-    jobs: Mutex<HashMap<u64, Arc<Job>>>,
+    jobs: JobTable,
     synth_q: PriorityQueue<SynthItem>,
     prove_q: PriorityQueue<ProveItem>,
-    next_id: AtomicU64,
+    retry_q: PriorityQueue<RetryItem>,
+    /// Bytes reserved by partitions in the retry queue or being retried.
+    retry_held: AtomicU64,
     running: AtomicBool,
     timeline: Timeline,
     counters: Counters,
     backends: Vec<Box<dyn ProverBackend>>,
     /// Index of each backend's first device in `devices` (a multi-GPU backend has several).
     slot_base: Vec<usize>,
-    /// CPU prover for partitions a GPU failed on.
-    fallback: CpuProver,
-    /// Parameter ids every backend has prepared.
-    prepared: Mutex<std::collections::HashSet<String>>,
+    /// Prover for partitions a GPU failed on (the CPU).
+    fallback: Box<dyn ProverBackend>,
+    /// Checked parameter instances (`Srs::generation`) every backend has prepared.
+    prepared: Mutex<HashSet<u64>>,
     devices: Mutex<Vec<DeviceStatus>>,
+    /// Next probe of each device out of service for faults.
+    probes: Mutex<Vec<Probe>>,
 }
 
 /// The engine. Dropping the last handle shuts it down.
 pub struct Engine {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    timeline_logs: Mutex<Vec<u64>>,
+    /// Held for the whole of a shutdown: a second one waits for the first. True once done.
+    shut_down: Mutex<bool>,
+}
+
+fn not_running() -> Error {
+    Error::new(Status::NotRunning, "the engine was shut down")
 }
 
 impl Engine {
     /// Starts an engine with its worker threads and the provers `cfg.devices` selects.
     pub fn start(cfg: Config) -> Result<Engine> {
         let cfg = cfg.resolved();
-        let backends = select_backends(&cfg.devices, cfg.gpu_batch)?;
-        Self::start_resolved(cfg, backends)
+        let backends = select_backends(&cfg)?;
+        Self::start_resolved(cfg, backends, Box::new(CpuProver))
     }
 
     /// Starts an engine with the given prover backends, one prover worker each (partitions go
-    /// to whichever is free).
+    /// to whichever is free); a GPU backend's failed partitions are proved again on the CPU.
     pub fn start_with_backends(
         cfg: Config,
         backends: Vec<Box<dyn ProverBackend>>,
     ) -> Result<Engine> {
-        Self::start_resolved(cfg.resolved(), backends)
+        Self::start_resolved(cfg.resolved(), backends, Box::new(CpuProver))
     }
 
-    fn start_resolved(mut cfg: Config, backends: Vec<Box<dyn ProverBackend>>) -> Result<Engine> {
+    /// [`Engine::start_with_backends`] with another prover for the partitions a GPU backend
+    /// failed on (tests use it to stand in for the CPU).
+    pub fn start_with_fallback(
+        cfg: Config,
+        backends: Vec<Box<dyn ProverBackend>>,
+        fallback: Box<dyn ProverBackend>,
+    ) -> Result<Engine> {
+        Self::start_resolved(cfg.resolved(), backends, fallback)
+    }
+
+    fn start_resolved(
+        cfg: Config,
+        backends: Vec<Box<dyn ProverBackend>>,
+        fallback: Box<dyn ProverBackend>,
+    ) -> Result<Engine> {
+        if in_callback() {
+            return Err(Error::new(
+                Status::InCallback,
+                "an engine cannot be started from a timeline callback",
+            ));
+        }
         if backends.is_empty() {
             return Err(Error::invalid_argument(
                 "at least one prover backend is needed",
             ));
         }
         // Synthesis yields to the GPU call's host-side work by default (needs the backends).
-        if cfg.synthesis_nice.is_none() {
-            let gpu = backends.iter().any(|b| b.is_gpu());
-            cfg.synthesis_nice = Some(
-                std::env::var("CUZK_SYNTHESIS_NICE")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(if gpu { 10 } else { 0 }),
-            );
-        }
+        let cfg = cfg.with_nice_for(backends.iter().any(|b| b.is_gpu()));
         let mut slot_base = Vec::new();
         let mut devices = Vec::new();
         for b in &backends {
@@ -124,39 +159,45 @@ impl Engine {
                 ..Default::default()
             }));
         }
+        let timeline = Timeline::start(Instant::now(), "cuzk-timeline")?;
         let inner = Arc::new(Inner {
             budget: Budget::new(cfg.memory_budget),
             srs: SrsCache::new(cfg.params_dir.clone()),
-            jobs: Mutex::new(HashMap::new()),
+            jobs: JobTable::new(cfg.job_retention, cfg.max_jobs),
             synth_q: PriorityQueue::default(),
             prove_q: PriorityQueue::default(),
-            next_id: AtomicU64::new(1),
+            retry_q: PriorityQueue::default(),
+            retry_held: AtomicU64::new(0),
             running: AtomicBool::new(true),
-            timeline: Timeline::new(Instant::now()),
+            timeline,
             counters: Counters::default(),
             backends,
             slot_base,
-            fallback: CpuProver,
-            prepared: Mutex::new(Default::default()),
+            fallback,
+            prepared: Mutex::new(HashSet::new()),
+            probes: Mutex::new(vec![Probe::default(); devices.len()]),
             devices: Mutex::new(devices),
             cfg,
         });
-        let mut threads: Vec<JoinHandle<()>> = Vec::new();
+        type Work = Box<dyn FnOnce(&Arc<Inner>) + Send>;
         let workers = (0..inner.cfg.synthesis_workers)
             .map(|w| {
                 (
                     format!("cuzk-synth-{w}"),
-                    Box::new(move |i: &Arc<Inner>| synth_worker(i, w))
-                        as Box<dyn FnOnce(&Arc<Inner>) + Send>,
+                    Box::new(move |i: &Arc<Inner>| synth_worker(i, w)) as Work,
                 )
             })
             .chain((0..inner.backends.len()).map(|d| {
                 (
                     format!("cuzk-prove-{d}"),
-                    Box::new(move |i: &Arc<Inner>| prove_worker(i, d))
-                        as Box<dyn FnOnce(&Arc<Inner>) + Send>,
+                    Box::new(move |i: &Arc<Inner>| prove_worker(i, d)) as Work,
                 )
-            }));
+            }))
+            .chain(std::iter::once((
+                "cuzk-cpu-retry".to_string(),
+                Box::new(|i: &Arc<Inner>| retry_worker(i)) as Work,
+            )));
+        let mut threads: Vec<JoinHandle<()>> = Vec::new();
         for (name, work) in workers {
             let i = inner.clone();
             match std::thread::Builder::new()
@@ -166,8 +207,10 @@ impl Engine {
                 Ok(t) => threads.push(t),
                 Err(e) => {
                     // Stop what was started before reporting.
+                    inner.running.store(false, Ordering::Release);
                     inner.synth_q.close();
                     inner.prove_q.close();
+                    inner.retry_q.close();
                     threads.into_iter().for_each(|t| drop(t.join()));
                     return Err(Error::internal(format!(
                         "cannot start a worker thread: {e}"
@@ -190,13 +233,12 @@ impl Engine {
         let engine = Engine {
             inner,
             threads: Mutex::new(threads),
-            timeline_logs: Mutex::new(Vec::new()),
+            shut_down: Mutex::new(false),
         };
         if engine.inner.cfg.timeline_stderr {
-            let id = engine.add_timeline_sink(Arc::new(|ev| {
+            engine.add_timeline_sink(Arc::new(|ev| {
                 eprintln!("{}", crate::timeline::log_line(ev))
             }));
-            engine.timeline_logs.lock().push(id);
         }
         if let Some(path) = &engine.inner.cfg.timeline_file {
             let file = std::fs::OpenOptions::new()
@@ -210,12 +252,11 @@ impl Engine {
                     ))
                 })?;
             let out = Mutex::new(std::io::LineWriter::new(file));
-            let id = engine.add_timeline_sink(Arc::new(move |ev| {
+            engine.add_timeline_sink(Arc::new(move |ev| {
                 use std::io::Write;
                 // A full disk must not stop proving: the line is dropped.
                 let _ = writeln!(out.lock(), "{}", crate::timeline::log_line(ev));
             }));
-            engine.timeline_logs.lock().push(id);
         }
         Ok(engine)
     }
@@ -225,16 +266,28 @@ impl Engine {
         &self.inner.cfg
     }
 
+    /// Whether the engine takes jobs (false from the start of a shutdown).
+    pub fn is_running(&self) -> bool {
+        self.inner.running.load(Ordering::Acquire)
+    }
+
+    /// Registers a timeline sink; it sees every event recorded after this returns. May be
+    /// called from a sink.
     pub fn add_timeline_sink(&self, sink: Sink) -> u64 {
         self.inner.timeline.add(sink)
     }
 
+    /// Unregisters a timeline sink; false for a handle this engine does not know. From outside
+    /// a sink it delivers what was recorded before, then returns once the sink is not running;
+    /// from inside a sink (its own handle or another's) it returns at once. Either way the sink
+    /// is never called after the running call, if any, returns.
     pub fn remove_timeline_sink(&self, id: u64) -> bool {
         self.inner.timeline.remove(id)
     }
 
     /// Loads the parameters a job needs (validating it), without queueing it.
     pub fn preload(&self, req: &JobRequest) -> Result<()> {
+        self.check_size(&req.c1)?;
         let parsed = porep::parse_c1(&req.c1)?;
         let prepared = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture)?;
         let srs = self
@@ -244,11 +297,26 @@ impl Engine {
         prepare_backends(&self.inner, &srs)
     }
 
+    /// INVALID_INPUT for a C1 output above the configured size (checked before it is copied).
+    pub fn check_size(&self, c1: &[u8]) -> Result<()> {
+        let max = self.inner.cfg.max_c1_bytes;
+        if c1.len() > max {
+            return Err(Error::invalid_input(format!(
+                "C1 output is {} bytes, more than the {} MiB this engine accepts (max_c1_bytes)",
+                c1.len(),
+                max >> 20
+            )));
+        }
+        Ok(())
+    }
+
     /// Validates a job and queues its partitions; returns the job id.
     pub fn submit(&self, req: JobRequest) -> Result<u64> {
-        if !self.inner.running.load(Ordering::Acquire) {
+        if !self.is_running() {
             return Err(Error::new(Status::NotRunning, "the engine is shut down"));
         }
+        self.inner.jobs.reap();
+        self.check_size(&req.c1)?;
         let parsed = porep::parse_c1(&req.c1)?;
         if let Some(s) = parsed.envelope_sector {
             if s != req.sector_id {
@@ -259,25 +327,10 @@ impl Engine {
             }
         }
         let prepared = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture)?;
-        let circuits = prepared.circuits;
-        let n = circuits.shape().partitions;
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let job = Arc::new(Job {
-            id,
-            seq: id,
-            priority: req.priority,
-            circuits: Mutex::new(Some(circuits)),
-            submitted: Instant::now(),
-            stop: Arc::new(AtomicBool::new(false)),
-            state: Mutex::new(JobState {
-                proofs: vec![None; n],
-                reports: vec![PartitionReport::default(); n],
-                remaining: n,
-                result: None,
-            }),
-            done: Condvar::new(),
-        });
-        self.inner.jobs.lock().insert(id, job.clone());
+        let n = prepared.circuits.shape().partitions;
+        let job = Arc::new(Job::new(req.priority, prepared.circuits));
+        let id = job.id;
+        self.inner.jobs.insert(job.clone())?;
         self.inner.timeline.emit(
             EventKind::JobQueued,
             id,
@@ -292,33 +345,24 @@ impl Engine {
                 partition: k,
             };
             if self.inner.synth_q.push(job.key(k), item).is_err() {
-                finish(
-                    &self.inner,
-                    &job,
-                    Err(Error::new(
-                        Status::NotRunning,
-                        "the engine is shutting down",
-                    )),
-                );
+                finish(&self.inner, &job, Err(not_running()));
                 break;
             }
         }
         Ok(id)
     }
 
-    fn job(&self, id: u64) -> Result<Arc<Job>> {
-        self.inner.jobs.lock().get(&id).cloned().ok_or_else(|| {
-            Error::new(
-                Status::NotFound,
-                format!("no job {id} (never submitted, or already awaited)"),
-            )
-        })
-    }
-
     /// Waits for a job. `timeout` None waits forever. On success or failure the job is removed
-    /// from the table (a second await answers NOT_FOUND); on TIMEOUT it stays.
+    /// from the table (a second await answers NOT_FOUND); on TIMEOUT it stays. From inside a
+    /// timeline callback only a zero timeout is allowed (IN_CALLBACK otherwise).
     pub fn await_job(&self, id: u64, timeout: Option<Duration>) -> Result<JobOutput> {
-        let job = self.job(id)?;
+        if in_callback() && timeout != Some(Duration::ZERO) {
+            return Err(Error::new(
+                Status::InCallback,
+                "a timeline callback may only poll a job (await with a zero timeout)",
+            ));
+        }
+        let job = self.inner.jobs.get(id)?;
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut st = job.state.lock();
         while st.result.is_none() {
@@ -336,22 +380,24 @@ impl Engine {
         }
         let res = st.result.clone().expect("checked above");
         drop(st);
-        self.inner.jobs.lock().remove(&id);
+        self.inner.jobs.remove(id);
+        self.inner.jobs.reap();
         res
     }
 
     /// Non-blocking state of a job: None while running.
     pub fn poll(&self, id: u64) -> Result<Option<Result<JobOutput>>> {
-        let job = self.job(id)?;
+        self.inner.jobs.reap();
+        let job = self.inner.jobs.get(id)?;
         let st = job.state.lock();
         Ok(st.result.clone())
     }
 
-    /// Cancels a job: queued partitions are dropped, running ones are abandoned when they
-    /// finish, their memory is freed, and await answers CANCELLED. Cancelling a finished job
-    /// changes nothing.
+    /// Cancels a job: queued partitions are dropped and their memory given back at once,
+    /// running ones are abandoned (a partition on a GPU finishes its call), and await answers
+    /// CANCELLED. Cancelling a finished job changes nothing. May be called from a callback.
     pub fn cancel(&self, id: u64) -> Result<()> {
-        let job = self.job(id)?;
+        let job = self.inner.jobs.get(id)?;
         finish(
             &self.inner,
             &job,
@@ -363,60 +409,79 @@ impl Engine {
         Ok(())
     }
 
-    /// Synchronous prove: submit and wait.
+    /// Synchronous prove: submit and wait (not from a timeline callback).
     pub fn prove(&self, req: JobRequest) -> Result<JobOutput> {
+        if in_callback() {
+            return Err(Error::new(
+                Status::InCallback,
+                "a timeline callback cannot prove synchronously",
+            ));
+        }
         let id = self.submit(req)?;
         self.await_job(id, None)
     }
 
-    /// Stops the engine: queued work is cancelled (awaits answer NOT_RUNNING), running
-    /// partitions finish, threads are joined. Safe to call more than once.
-    pub fn shutdown(&self) {
+    /// Stops the engine: every unfinished job ends with NOT_RUNNING (waiters return), queued
+    /// partitions are dropped, synthesis in progress is abandoned, partitions on a GPU finish
+    /// their call; then the threads are joined, the timeline delivers what it holds, and the
+    /// parameters are released (reserved memory back to 0). A second call, concurrent or later,
+    /// waits for the first to finish. From a timeline callback: IN_CALLBACK.
+    pub fn shutdown(&self) -> Result<()> {
+        if in_callback() {
+            return Err(Error::new(
+                Status::InCallback,
+                "the engine cannot be shut down from a timeline callback",
+            ));
+        }
+        let mut done = self.shut_down.lock();
+        if *done {
+            return Ok(());
+        }
+        self.stop_work();
+        for t in std::mem::take(&mut *self.threads.lock()) {
+            let _ = t.join();
+        }
+        // Anything a worker finished on its way out.
+        for job in self.inner.jobs.all() {
+            finish(&self.inner, &job, Err(not_running()));
+        }
+        self.inner.timeline.close();
+        for b in &self.inner.backends {
+            b.release();
+        }
+        self.inner.fallback.release();
+        self.inner.srs.clear();
+        self.inner.prepared.lock().clear();
+        *done = true;
+        Ok(())
+    }
+
+    /// Refuses new work, ends every unfinished job and closes the queues (workers exit when
+    /// they are done with what they hold).
+    fn stop_work(&self) {
         let i = &self.inner;
         i.running.store(false, Ordering::Release);
-        for item in i.synth_q.close() {
-            finish(
-                i,
-                &item.job,
-                Err(Error::new(Status::NotRunning, "the engine was shut down")),
-            );
+        for job in i.jobs.all() {
+            finish(i, &job, Err(not_running()));
         }
-        let threads = std::mem::take(&mut *self.threads.lock());
-        // Synthesis workers exit when their queue is closed and empty; then the prover queue
-        // drains and closes.
-        let (synth, provers): (Vec<_>, Vec<_>) = threads.into_iter().partition(|t| {
-            t.thread()
-                .name()
-                .is_some_and(|n| n.starts_with("cuzk-synth"))
-        });
-        for t in synth {
-            let _ = t.join();
-        }
-        for item in i.prove_q.close() {
-            finish(
-                i,
-                &item.job,
-                Err(Error::new(Status::NotRunning, "the engine was shut down")),
-            );
-        }
-        for t in provers {
-            let _ = t.join();
-        }
-        for job in i.jobs.lock().values() {
-            finish(
-                i,
-                job,
-                Err(Error::new(Status::NotRunning, "the engine was shut down")),
-            );
-        }
-        for id in std::mem::take(&mut *self.timeline_logs.lock()) {
-            i.timeline.remove(id);
+        drop(i.synth_q.close());
+        drop(i.prove_q.close());
+        for it in i.retry_q.close() {
+            i.retry_held
+                .fetch_sub(it.item.reservation.bytes(), Ordering::AcqRel);
         }
     }
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.shutdown();
+        if in_callback() {
+            // The last handle went away inside a callback: stop everything without waiting
+            // for the thread this runs on; the workers exit by themselves.
+            self.stop_work();
+            self.inner.timeline.close();
+        } else {
+            let _ = self.shutdown();
+        }
     }
 }

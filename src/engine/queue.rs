@@ -121,6 +121,22 @@ impl<T> PriorityQueue<T> {
         }
     }
 
+    /// Takes out every queued item `pred` accepts (a cancelled job's), in no particular order.
+    pub fn remove_if(&self, pred: impl Fn(&T) -> bool) -> Vec<T> {
+        let mut g = self.inner.lock();
+        if !g.heap.iter().any(|e| pred(&e.item)) {
+            return Vec::new();
+        }
+        let (gone, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut g.heap)
+            .into_vec()
+            .into_iter()
+            .partition(|e| pred(&e.item));
+        g.heap = keep.into();
+        drop(g);
+        self.taken.notify_all();
+        gone.into_iter().map(|e| e.item).collect()
+    }
+
     /// Stops accepting items and wakes every waiter; returns what was still queued.
     pub fn close(&self) -> Vec<T> {
         let mut g = self.inner.lock();
@@ -166,6 +182,25 @@ mod tests {
         assert_eq!(q.close(), vec!["left"]);
         assert!(q.pop().is_none());
         assert!(q.push(k(0, 0, 0), "late").is_err());
+    }
+
+    #[test]
+    fn remove_if_takes_only_matching_items_and_keeps_the_order() {
+        let q = PriorityQueue::default();
+        for (i, job) in [1u64, 2, 1, 3, 2].into_iter().enumerate() {
+            let key = Key {
+                priority: 0,
+                job_seq: job,
+                partition: i,
+            };
+            q.push(key, (job, i)).unwrap();
+        }
+        let mut gone = q.remove_if(|&(job, _)| job == 2);
+        gone.sort();
+        assert_eq!(gone, vec![(2, 1), (2, 4)]);
+        assert!(q.remove_if(|&(job, _)| job == 2).is_empty());
+        let rest: Vec<_> = (0..3).map(|_| q.pop().unwrap().1).collect();
+        assert_eq!(rest, vec![(1, 0), (1, 2), (3, 3)]);
     }
 
     #[test]

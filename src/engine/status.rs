@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{health::DeviceStatus, Engine};
+use super::{health, health::DeviceStatus, Engine};
 
 /// Counters for status reports.
 #[derive(Default)]
@@ -19,7 +19,11 @@ pub(super) struct Counters {
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EngineStatus {
     pub running: bool,
+    /// Jobs queued or running.
     pub jobs_in_flight: usize,
+    /// Finished jobs whose result waits to be collected by an await (dropped after the
+    /// retention period).
+    pub jobs_retained: usize,
     /// Partitions waiting for a synthesis worker.
     pub synthesis_queue: usize,
     /// Partitions being synthesized.
@@ -36,6 +40,13 @@ pub struct EngineStatus {
     pub cancelled: u64,
     /// Partitions a GPU failed on and the CPU proved instead.
     pub cpu_retries: u64,
+    /// Partitions a GPU failed on, waiting for (or being proved by) the CPU.
+    pub cpu_retry_queue: usize,
+    /// Timeline events dropped because the callbacks fell too far behind.
+    pub timeline_events_dropped: u64,
+    /// Times a parameter file was checked (a remembered failure is not checked again until
+    /// the file changes).
+    pub params_checks: u64,
     pub resident_params: Vec<String>,
     pub devices: Vec<DeviceStatus>,
 }
@@ -80,6 +91,24 @@ impl EngineStatus {
             "counter",
             "Partitions a GPU failed on, proved again on the CPU.",
             &one(self.cpu_retries as f64),
+        );
+        metric(
+            "cuzk_jobs_retained",
+            "gauge",
+            "Finished jobs whose result has not been collected yet.",
+            &one(self.jobs_retained as f64),
+        );
+        metric(
+            "cuzk_cpu_retry_queue",
+            "gauge",
+            "Partitions a GPU failed on, waiting for or being proved by the CPU.",
+            &one(self.cpu_retry_queue as f64),
+        );
+        metric(
+            "cuzk_timeline_events_dropped_total",
+            "counter",
+            "Timeline events dropped because the callbacks fell behind.",
+            &one(self.timeline_events_dropped as f64),
         );
         metric(
             "cuzk_jobs_in_flight",
@@ -144,8 +173,20 @@ impl EngineStatus {
         metric(
             "cuzk_device_consecutive_failures",
             "gauge",
-            "Partitions failed in a row on the device (3 take it out of service).",
+            "Prover calls failed in a row on the device (3 take it out of service).",
             &dev(&|d| d.consecutive_failures as f64),
+        );
+        metric(
+            "cuzk_device_failed_calls_total",
+            "counter",
+            "Prover calls that failed on the device.",
+            &dev(&|d| d.failed_calls as f64),
+        );
+        metric(
+            "cuzk_device_readmissions_total",
+            "counter",
+            "Times the device was put back in service after a passed probe.",
+            &dev(&|d| d.readmissions as f64),
         );
         metric(
             "cuzk_device_partitions_total",
@@ -158,16 +199,19 @@ impl EngineStatus {
 }
 
 impl Engine {
+    /// A snapshot of the engine (also drops finished jobs past their retention).
     pub fn status(&self) -> EngineStatus {
         let i = &self.inner;
+        i.jobs.reap();
+        let (jobs_in_flight, jobs_retained) = i.jobs.counts();
+        let mut devices = i.devices.lock().clone();
+        for (d, at) in devices.iter_mut().zip(health::probe_in_ms(i)) {
+            d.probe_in_ms = at;
+        }
         EngineStatus {
             running: i.running.load(Ordering::Acquire),
-            jobs_in_flight: i
-                .jobs
-                .lock()
-                .values()
-                .filter(|j| j.state.lock().result.is_none())
-                .count(),
+            jobs_in_flight,
+            jobs_retained,
             synthesis_queue: i.synth_q.len(),
             synthesizing: i.counters.synthesizing.load(Ordering::Relaxed),
             prover_queue: i.prove_q.len(),
@@ -179,8 +223,11 @@ impl Engine {
             failed: i.counters.failed.load(Ordering::Relaxed),
             cancelled: i.counters.cancelled.load(Ordering::Relaxed),
             cpu_retries: i.counters.cpu_retries.load(Ordering::Relaxed),
+            cpu_retry_queue: i.retry_q.len(),
+            timeline_events_dropped: i.timeline.dropped(),
+            params_checks: i.srs.checks(),
             resident_params: i.srs.resident(),
-            devices: i.devices.lock().clone(),
+            devices,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Synthesis workers: each takes the highest-priority partition, reserves its memory and
-//! synthesizes it, then hands it to the prover queue.
+//! synthesizes it, then hands it to the prover queue. A panic in one partition fails that
+//! partition's job (PANIC) and the worker goes on with the next one.
 
 use std::{
     sync::{atomic::Ordering, Arc},
@@ -13,7 +14,7 @@ use super::{
     Inner,
 };
 use crate::{
-    error::{Error, Result, Status},
+    error::{catch, Error, Result, Status},
     params::Srs,
     timeline::EventKind,
 };
@@ -23,15 +24,16 @@ pub(super) struct SynthItem {
     pub(super) partition: usize,
 }
 
-/// Lets every backend load a circuit's parameters the first time they are used.
+/// Lets every backend load a circuit's parameters the first time they are used (each checked
+/// instance of a parameter file once).
 pub(super) fn prepare_backends(inner: &Inner, srs: &Srs) -> Result<()> {
-    if inner.prepared.lock().contains(&srs.id) {
+    if inner.prepared.lock().contains(&srs.generation) {
         return Ok(());
     }
     for b in &inner.backends {
         b.prepare(srs)?;
     }
-    inner.prepared.lock().insert(srs.id.clone());
+    inner.prepared.lock().insert(srs.generation);
     Ok(())
 }
 
@@ -68,19 +70,16 @@ pub(super) fn synth_worker(inner: &Arc<Inner>, w: usize) {
         if job.stopped() {
             continue;
         }
-        if let Err(e) = synthesize_one(inner, w, key, &job, partition) {
+        let res = catch("synthesis worker", Status::Panic, || {
+            synthesize_one(inner, w, key, &job, partition)
+        });
+        if let Err(e) = res {
             finish(inner, &job, Err(e));
         }
     }
 }
 
-pub(super) fn synthesize_one(
-    inner: &Arc<Inner>,
-    w: usize,
-    key: Key,
-    job: &Arc<Job>,
-    k: usize,
-) -> Result<()> {
+fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usize) -> Result<()> {
     let Ok(circuits) = job.circuits() else {
         return Ok(());
     };
@@ -102,7 +101,7 @@ pub(super) fn synthesize_one(
             .acquire(bytes, &format!("partition {k} of job {}", job.id), stop)
         {
             Ok(r) => r,
-            Err(e) if e.status == Status::Cancelled => return Ok(()),
+            Err(e) if matches!(e.status, Status::Cancelled | Status::NotRunning) => return Ok(()),
             Err(e) => return Err(e),
         };
     let start = Instant::now();
@@ -157,7 +156,7 @@ pub(super) fn synthesize_one(
         partition: k,
         srs,
         assignment,
-        _reservation: reservation,
+        reservation,
         synth_end,
     };
     inner
@@ -165,6 +164,12 @@ pub(super) fn synthesize_one(
         .emit(EventKind::ChanSend, job.id, k as u32, w as u32, 0, "");
     if inner.prove_q.push(key, item).is_err() {
         return Err(Error::new(Status::NotRunning, "the engine was shut down"));
+    }
+    // A job that ended between the check above and the push (its queued items were taken out
+    // before this one arrived) must not leave this partition's memory in the queue.
+    if job.stopped() {
+        let id = job.id;
+        drop(inner.prove_q.remove_if(|it| it.job.id == id));
     }
     Ok(())
 }

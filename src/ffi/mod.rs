@@ -1,18 +1,23 @@
-//! The C ABI. Every `extern "C"` function and every raw-pointer cast of the crate lives here.
+//! The C ABI. Every `extern "C"` function and every raw-pointer cast of the crate lives under
+//! `src/ffi/` (this module, the top layer, and `sys`, the bottom one).
 //!
 //! Conventions (also in `include/cuzk.h`):
 //! * Inputs are borrowed for the duration of the call only; nothing the caller passes is kept.
 //! * Outputs are written only on success, except `cuzk_error`, which is written on failure
-//!   when the caller passes one.
+//!   when the caller passes one. A `cuzk_error` must be zeroed or hold an error from cuzk: a
+//!   message it holds is freed before it is overwritten.
 //! * Memory returned in `cuzk_bytes` / `cuzk_error` is owned by the caller and must be freed
 //!   with `cuzk_bytes_free` / `cuzk_error_free` (both accept NULL and already-freed values).
 //! * No panic crosses the boundary: it becomes `CUZK_STATUS_PANIC`.
-//! * Every function is thread-safe.
+//! * Every function is thread-safe. From inside a timeline callback, the calls that would wait
+//!   for the thread running the callback answer `CUZK_STATUS_IN_CALLBACK`.
+//! * A length above `PTRDIFF_MAX` is `CUZK_STATUS_INVALID_ARGUMENT`; flag fields are read as
+//!   integers (0 false, anything else true).
 
 #![allow(non_camel_case_types)]
 
 use std::{
-    ffi::{c_char, c_void, CStr, CString},
+    ffi::{c_char, c_void, CStr, CString, OsStr},
     path::PathBuf,
     sync::Arc,
     time::Duration,
@@ -25,8 +30,8 @@ use crate::{
     timeline::Event,
 };
 
-/// `partition` value of job-level timeline events.
-pub const CUZK_NO_PARTITION: u32 = crate::timeline::NO_PARTITION;
+/// `partition` value of job-level timeline events (`UINT32_MAX`).
+pub const CUZK_NO_PARTITION: u32 = 0xFFFF_FFFF;
 
 /// Bytes owned by the caller after a successful call; free with `cuzk_bytes_free`.
 #[repr(C)]
@@ -36,36 +41,52 @@ pub struct cuzk_bytes {
 }
 
 /// An error: its status and a NUL-terminated UTF-8 message owned by the caller (free with
-/// `cuzk_error_free`). Zeroed (`{0, NULL}`) means no error.
+/// `cuzk_error_free`). Zeroed (`{0, NULL}`) means no error. Pass it zeroed, or holding an
+/// earlier error from cuzk (whose message is then freed when it is overwritten).
 #[repr(C)]
 pub struct cuzk_error {
     pub status: Status,
     pub message: *mut c_char,
 }
 
-/// Engine configuration. Initialize with `cuzk_config_default`, then change fields.
+/// Engine configuration. Initialize with `cuzk_config_default`, then change fields. Fields are
+/// only ever appended: a caller built against an older header (a smaller `struct_size`) gets
+/// the defaults for the fields it does not know.
 #[repr(C)]
 pub struct cuzk_config {
-    /// `sizeof(cuzk_config)`, set by `cuzk_config_default`; lets the struct grow.
+    /// `sizeof(cuzk_config)`, set by `cuzk_config_default`.
     pub struct_size: u32,
-    /// Partitions synthesized at once; 0: automatic (one per core, 2 to 16).
+    /// Partitions synthesized at once; 0: automatic (one per core, at least 2).
     pub synthesis_workers: u32,
     /// Synthesized partitions allowed to wait for a prover before synthesis pauses; 0:
-    /// automatic (2 per prover device).
+    /// automatic (two prover calls' worth: 2 for the CPU prover, 2 × GPUs × partitions per GPU
+    /// call for the GPU prover).
     pub synthesis_lookahead: u32,
     /// Memory budget in bytes for resident parameters plus in-flight partitions; 0: 90% of
     /// the memory available at start.
     pub memory_budget_bytes: u64,
-    /// Parameter directory (NUL-terminated, copied); NULL: `FIL_PROOFS_PARAMETER_CACHE`, else
-    /// `/var/tmp/filecoin-proof-parameters`.
+    /// Parameter directory (NUL-terminated bytes, any encoding, copied); NULL:
+    /// `FIL_PROOFS_PARAMETER_CACHE`, else `/var/tmp/filecoin-proof-parameters`.
     pub params_dir: *const c_char,
-    /// Verify every job's proofs before returning them (default true).
-    pub self_check: bool,
-    /// Write `TIMELINE,...` lines to stderr (default: `CUZK_TIMELINE=1` in the environment).
-    pub timeline_stderr: bool,
-    /// Append `TIMELINE,...` lines to this file (NUL-terminated, copied); NULL: the path in
-    /// `CUZK_TIMELINE` if it holds one, else none.
+    /// Verify every job's proofs before returning them (default 1; 0 turns it off, never do
+    /// that in production).
+    pub self_check: u8,
+    /// Write `TIMELINE,...` lines to stderr (default: 1 when `CUZK_TIMELINE=1` is set).
+    pub timeline_stderr: u8,
+    /// Append `TIMELINE,...` lines to this file (NUL-terminated bytes, copied); NULL: the path
+    /// in `CUZK_TIMELINE` if it holds one, else none.
     pub timeline_file: *const c_char,
+    /// Milliseconds a finished job's result waits for its `cuzk_await` before it is dropped;
+    /// 0: `CUZK_JOB_RETENTION_S`, else 15 minutes (a cancelled job: at most a minute).
+    pub job_retention_ms: u64,
+    /// Largest C1 output accepted, bytes (larger: `CUZK_STATUS_INVALID_INPUT`); 0: 512 MiB.
+    pub max_c1_bytes: u64,
+    /// Milliseconds a device taken out of service after repeated faults waits before it is
+    /// probed and put back; 0: `CUZK_DEVICE_COOLDOWN_S`, else 60 s.
+    pub device_cooldown_ms: u64,
+    /// Jobs queued or running at once (more: `CUZK_STATUS_RESOURCE_EXHAUSTED`); 0: 256.
+    pub max_jobs: u32,
+    pub _reserved: u32,
 }
 
 /// One asynchronous job. Initialize with `cuzk_job_request_default`, then set the fields.
@@ -108,8 +129,15 @@ pub struct cuzk_timeline_event {
     pub detail: *const c_char,
 }
 
-/// Timeline callback: `userdata` first. Called from engine worker threads, possibly from
-/// several at once; must not block and must not call back into cuzk's engine functions.
+/// Timeline callback: `userdata` first. Called by the engine's one timeline thread, one event
+/// at a time, in order; never by a worker, never with an engine lock held. It should return
+/// quickly (events queue up behind it; past about a million waiting, new ones are dropped and
+/// counted). From inside it a callback may call `cuzk_timeline_register`,
+/// `cuzk_timeline_unregister` (its own handle or another's: returns at once, and the callback
+/// is not called again), `cuzk_submit`, `cuzk_cancel`, `cuzk_poll`, `cuzk_await` with a zero
+/// timeout, `cuzk_engine_status`, `cuzk_engine_metrics`, `cuzk_device_set_enabled` and
+/// `cuzk_verify_seal`; `cuzk_engine_start`, `cuzk_engine_shutdown`, `cuzk_seal_commit_phase2`
+/// and a waiting `cuzk_await` answer `CUZK_STATUS_IN_CALLBACK`. It must not throw (C++).
 pub type cuzk_timeline_cb =
     Option<unsafe extern "C" fn(userdata: *mut c_void, ev: *const cuzk_timeline_event)>;
 
@@ -118,8 +146,13 @@ fn write_error(err_out: *mut cuzk_error, e: &Error) {
         return;
     }
     let msg = CString::new(e.message.replace('\0', " ")).unwrap_or_default();
-    // SAFETY: the caller passes a valid, writable cuzk_error (documented); NULL checked above.
+    // SAFETY: the caller passes a valid, writable cuzk_error that is zeroed or holds an error
+    // from cuzk (documented); NULL checked above. Its old message came from CString::into_raw.
     unsafe {
+        let old = (*err_out).message;
+        if !old.is_null() {
+            drop(CString::from_raw(old));
+        }
         *err_out = cuzk_error {
             status: e.status,
             message: msg.into_raw(),
@@ -138,11 +171,18 @@ fn boundary(err_out: *mut cuzk_error, f: impl FnOnce() -> Result<()>) -> Status 
     }
 }
 
+/// A caller's buffer as a slice, after the checks `slice::from_raw_parts` needs.
 fn bytes_in<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
     if ptr.is_null() {
         return Err(Error::invalid_argument(format!("{what} is NULL")));
     }
-    // SAFETY: the caller guarantees `ptr` points to `len` readable bytes for the call.
+    if len > isize::MAX as usize {
+        return Err(Error::invalid_argument(format!(
+            "{what}: length {len} is above PTRDIFF_MAX"
+        )));
+    }
+    // SAFETY: the caller guarantees `ptr` points to `len` readable bytes for the call; the
+    // length fits an allocation.
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
 
@@ -154,45 +194,77 @@ fn write_bytes(out: *mut cuzk_bytes, data: Vec<u8>) {
     unsafe { *out = cuzk_bytes { ptr, len } };
 }
 
-fn config_from(cfg: *const cuzk_config) -> Result<Config> {
-    if cfg.is_null() {
-        return Ok(Config::default());
+/// A NUL-terminated path of any encoding (Unix paths are bytes).
+fn path_in(p: *const c_char) -> Option<PathBuf> {
+    if p.is_null() {
+        return None;
     }
-    // SAFETY: non-NULL, points to a cuzk_config initialized by cuzk_config_default (documented).
-    let c = unsafe { &*cfg };
-    if c.struct_size as usize != std::mem::size_of::<cuzk_config>() {
+    // SAFETY: non-NULL, NUL-terminated (documented).
+    let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
+    #[cfg(unix)]
+    let os: &OsStr = std::os::unix::ffi::OsStrExt::from_bytes(bytes);
+    #[cfg(not(unix))]
+    let os: &OsStr = OsStr::new(std::str::from_utf8(bytes).unwrap_or_default());
+    Some(PathBuf::from(os))
+}
+
+/// The size of the first version of `cuzk_config` (callers built against it still work).
+const CONFIG_V1_SIZE: usize = std::mem::offset_of!(cuzk_config, job_retention_ms);
+
+fn config_from(cfg: *const cuzk_config) -> Result<Config> {
+    let defaults = Config::default();
+    if cfg.is_null() {
+        return Ok(defaults);
+    }
+    // SAFETY: non-NULL, initialized by cuzk_config_default (documented); struct_size is the
+    // first field of every version.
+    let size = unsafe { std::ptr::addr_of!((*cfg).struct_size).read() } as usize;
+    if size != std::mem::size_of::<cuzk_config>() && size != CONFIG_V1_SIZE {
         return Err(Error::invalid_argument(format!(
-            "cuzk_config.struct_size is {}, expected {}: initialize it with cuzk_config_default",
-            c.struct_size,
+            "cuzk_config.struct_size is {size}, expected {}: initialize it with cuzk_config_default",
             std::mem::size_of::<cuzk_config>()
         )));
     }
-    let path = |p: *const c_char, what: &str| -> Result<Option<PathBuf>> {
-        if p.is_null() {
-            return Ok(None);
-        }
-        // SAFETY: non-NULL, NUL-terminated string (documented).
-        let s = unsafe { CStr::from_ptr(p) };
-        s.to_str()
-            .map(|s| Some(PathBuf::from(s)))
-            .map_err(|_| Error::invalid_argument(format!("{what} is not UTF-8")))
-    };
-    let defaults = Config::default();
+    // Fields past the caller's struct_size are not read.
+    macro_rules! field {
+        ($f:ident, $default:expr) => {
+            if std::mem::offset_of!(cuzk_config, $f) + std::mem::size_of_val(&$default) <= size {
+                // SAFETY: the field lies inside the caller's struct (checked just above).
+                unsafe { std::ptr::addr_of!((*cfg).$f).read() }
+            } else {
+                $default
+            }
+        };
+    }
     Ok(Config {
-        synthesis_workers: c.synthesis_workers as usize,
-        synthesis_lookahead: c.synthesis_lookahead as usize,
-        memory_budget: c.memory_budget_bytes,
-        params_dir: path(c.params_dir, "params_dir")?.unwrap_or_default(),
-        self_check: c.self_check,
-        timeline_stderr: c.timeline_stderr,
-        timeline_file: path(c.timeline_file, "timeline_file")?.or(defaults.timeline_file),
-        devices: defaults.devices,
-        gpu_batch: defaults.gpu_batch,
-        synthesis_nice: defaults.synthesis_nice,
+        synthesis_workers: field!(synthesis_workers, 0u32) as usize,
+        synthesis_lookahead: field!(synthesis_lookahead, 0u32) as usize,
+        memory_budget: field!(memory_budget_bytes, 0u64),
+        params_dir: path_in(field!(params_dir, std::ptr::null::<c_char>())).unwrap_or_default(),
+        self_check: field!(self_check, 1u8) != 0,
+        timeline_stderr: field!(timeline_stderr, defaults.timeline_stderr as u8) != 0,
+        timeline_file: path_in(field!(timeline_file, std::ptr::null::<c_char>()))
+            .or(defaults.timeline_file),
+        job_retention: Duration::from_millis(field!(job_retention_ms, 0u64)),
+        max_c1_bytes: usize::try_from(field!(max_c1_bytes, 0u64)).unwrap_or(usize::MAX),
+        device_cooldown: Duration::from_millis(field!(device_cooldown_ms, 0u64)),
+        max_jobs: field!(max_jobs, 0u32) as usize,
+        ..defaults
     })
 }
 
 fn running() -> Result<Arc<engine::Engine>> {
+    engine::global().filter(|e| e.is_running()).ok_or_else(|| {
+        Error::new(
+            Status::NotRunning,
+            "the engine is not running (call cuzk_engine_start)",
+        )
+    })
+}
+
+/// The engine for calls about existing jobs: also while it shuts down (its jobs end
+/// NOT_RUNNING).
+fn current() -> Result<Arc<engine::Engine>> {
     engine::global().ok_or_else(|| {
         Error::new(
             Status::NotRunning,
@@ -216,9 +288,14 @@ pub extern "C" fn cuzk_config_default(out: *mut cuzk_config) {
             synthesis_lookahead: 0,
             memory_budget_bytes: 0,
             params_dir: std::ptr::null(),
-            self_check: d.self_check,
-            timeline_stderr: d.timeline_stderr,
+            self_check: d.self_check as u8,
+            timeline_stderr: d.timeline_stderr as u8,
             timeline_file: std::ptr::null(),
+            job_retention_ms: 0,
+            max_c1_bytes: 0,
+            device_cooldown_ms: 0,
+            max_jobs: 0,
+            _reserved: 0,
         }
     }
 }
@@ -245,7 +322,8 @@ pub extern "C" fn cuzk_job_request_default(out: *mut cuzk_job_request) {
 }
 
 /// Starts the process-wide engine. `cfg` NULL means defaults. Starting again with the same
-/// configuration is OK; with another, `CUZK_STATUS_ALREADY_RUNNING`.
+/// configuration is OK; with another, `CUZK_STATUS_ALREADY_RUNNING`. While an engine shuts
+/// down, waits for it to finish, then starts a new one.
 #[no_mangle]
 pub extern "C" fn cuzk_engine_start(cfg: *const cuzk_config, err_out: *mut cuzk_error) -> Status {
     boundary(err_out, || {
@@ -254,20 +332,20 @@ pub extern "C" fn cuzk_engine_start(cfg: *const cuzk_config, err_out: *mut cuzk_
     })
 }
 
-/// Shuts the engine down: queued jobs end with `CUZK_STATUS_NOT_RUNNING`, running partitions
-/// finish, threads are joined. Idempotent; blocks until the workers have stopped.
+/// Shuts the engine down and blocks until its threads have stopped: every unfinished job ends
+/// with `CUZK_STATUS_NOT_RUNNING` (blocked awaits return), queued partitions are dropped,
+/// synthesis in progress is abandoned, partitions on a GPU finish their call, the timeline
+/// delivers what it holds, and parameters are released. Idempotent; a concurrent second call
+/// blocks until the first is done. `CUZK_STATUS_IN_CALLBACK` from a timeline callback.
 #[no_mangle]
 pub extern "C" fn cuzk_engine_shutdown() -> Status {
-    boundary(std::ptr::null_mut(), || {
-        engine::shutdown_global();
-        Ok(())
-    })
+    boundary(std::ptr::null_mut(), engine::shutdown_global)
 }
 
 /// Drop-in for filecoin-ffi's `seal_commit_phase2`: proves a C1 output for `sector_id` and the
 /// 32-byte `prover_id`, blocking until done, and writes `partitions × 192` proof bytes to
 /// `*proof_out`. The proof has passed the self-check unless the engine was started with
-/// `self_check = false`. Starts the engine with defaults if it is not running.
+/// `self_check = 0`. Starts the engine with defaults if it is not running.
 #[no_mangle]
 pub extern "C" fn cuzk_seal_commit_phase2(
     c1_ptr: *const u8,
@@ -278,18 +356,25 @@ pub extern "C" fn cuzk_seal_commit_phase2(
     err_out: *mut cuzk_error,
 ) -> Status {
     boundary(err_out, || {
-        let c1 = bytes_in(c1_ptr, c1_len, "c1")?.to_vec();
+        let c1 = bytes_in(c1_ptr, c1_len, "c1")?;
         if prover_id.is_null() {
             return Err(Error::invalid_argument("prover_id is NULL"));
         }
         if proof_out.is_null() {
             return Err(Error::invalid_argument("proof_out is NULL"));
         }
+        if crate::timeline::in_callback() {
+            return Err(Error::new(
+                Status::InCallback,
+                "cuzk_seal_commit_phase2 blocks: use cuzk_submit from a timeline callback",
+            ));
+        }
         // SAFETY: non-NULL, 32 readable bytes (documented).
         let prover_id = unsafe { *prover_id };
         let engine = engine::global_or_default()?;
+        engine.check_size(c1)?;
         let out = engine.prove(JobRequest {
-            c1,
+            c1: c1.to_vec(),
             sector_id,
             prover_id,
             priority: 0,
@@ -300,8 +385,10 @@ pub extern "C" fn cuzk_seal_commit_phase2(
     })
 }
 
-/// Validates a job and queues it; writes its id to `*job_id_out`. Validation errors (bad JSON,
-/// wrong shape, prover id / sector id not matching the C1 output) are returned here.
+/// Validates a job and queues it; writes its id (unique for the life of the process) to
+/// `*job_id_out`. Validation errors (bad JSON, wrong shape, prover id / sector id not matching
+/// the C1 output, a C1 output above `max_c1_bytes`) are returned here;
+/// `CUZK_STATUS_RESOURCE_EXHAUSTED` when `max_jobs` jobs are already queued or running.
 #[no_mangle]
 pub extern "C" fn cuzk_submit(
     req: *const cuzk_job_request,
@@ -319,9 +406,11 @@ pub extern "C" fn cuzk_submit(
                 "cuzk_job_request.struct_size mismatch: initialize it with cuzk_job_request_default",
             ));
         }
-        let c1 = bytes_in(r.c1_ptr, r.c1_len, "c1_ptr")?.to_vec();
-        let id = running()?.submit(JobRequest {
-            c1,
+        let c1 = bytes_in(r.c1_ptr, r.c1_len, "c1_ptr")?;
+        let engine = running()?;
+        engine.check_size(c1)?;
+        let id = engine.submit(JobRequest {
+            c1: c1.to_vec(),
             sector_id: r.sector_id,
             prover_id: r.prover_id,
             priority: r.priority,
@@ -336,9 +425,11 @@ pub extern "C" fn cuzk_submit(
     })
 }
 
-/// Waits for a job up to `timeout_ms` (negative: forever). On success writes the proof bytes.
-/// `CUZK_STATUS_TIMEOUT` leaves the job running (await again); any other result ends the job
-/// (a later await answers `CUZK_STATUS_NOT_FOUND`).
+/// Waits for a job up to `timeout_ms` (negative: forever; 0: just look). On success writes the
+/// proof bytes. `CUZK_STATUS_TIMEOUT` leaves the job running (await again); any other result
+/// ends the job (a later await answers `CUZK_STATUS_NOT_FOUND`). A result nobody awaits is
+/// dropped after the retention period (`job_retention_ms`). From a timeline callback only a
+/// zero timeout is allowed.
 #[no_mangle]
 pub extern "C" fn cuzk_await(
     job_id: u64,
@@ -351,22 +442,25 @@ pub extern "C" fn cuzk_await(
             return Err(Error::invalid_argument("proof_out is NULL"));
         }
         let timeout = (timeout_ms >= 0).then(|| Duration::from_millis(timeout_ms as u64));
-        let out = running()?.await_job(job_id, timeout)?;
+        let out = current()?.await_job(job_id, timeout)?;
         write_bytes(proof_out, out.proof);
         Ok(())
     })
 }
 
-/// Cancels a job: its queued partitions are dropped, running ones abandoned, its memory freed;
-/// a pending or later await answers `CUZK_STATUS_CANCELLED`. No effect on a finished job.
+/// Cancels a job: its queued partitions are dropped and their memory given back at once,
+/// running ones abandoned; a pending or later await answers `CUZK_STATUS_CANCELLED` (for up to
+/// a minute). No effect on a finished job.
 #[no_mangle]
 pub extern "C" fn cuzk_cancel(job_id: u64, err_out: *mut cuzk_error) -> Status {
-    boundary(err_out, || running()?.cancel(job_id))
+    boundary(err_out, || current()?.cancel(job_id))
 }
 
 /// Takes prover device `device` out of service (`enabled` false) or puts it back, by its index
 /// in the engine's device list (`cuzk_engine_metrics`, JSON `devices`). Partitions being proved
-/// finish; later ones go to the other devices, or to the CPU when no GPU is left.
+/// finish; later ones go to the other devices, or to the CPU when no GPU is left. A device
+/// taken out here stays out until put back here; one taken out after repeated faults is probed
+/// and put back by the engine after a cool-down.
 /// `CUZK_STATUS_INVALID_ARGUMENT` for an unknown index, `CUZK_STATUS_UNSUPPORTED` for a device
 /// that cannot leave service (the CPU prover), `CUZK_STATUS_NOT_RUNNING` without an engine.
 #[no_mangle]
@@ -392,15 +486,15 @@ pub enum cuzk_job_state {
     Failed = 2,
 }
 
-/// Writes the state of a job without waiting, as a `cuzk_job_state` value. `CUZK_STATUS_NOT_FOUND` for unknown or already
-/// awaited ids.
+/// Writes the state of a job without waiting, as a `cuzk_job_state` value.
+/// `CUZK_STATUS_NOT_FOUND` for unknown or already awaited ids.
 #[no_mangle]
 pub extern "C" fn cuzk_poll(job_id: u64, state_out: *mut i32, err_out: *mut cuzk_error) -> Status {
     boundary(err_out, || {
         if state_out.is_null() {
             return Err(Error::invalid_argument("state_out is NULL"));
         }
-        let st = match running()?.poll(job_id)? {
+        let st = match current()?.poll(job_id)? {
             None => cuzk_job_state::Running,
             Some(Ok(_)) => cuzk_job_state::Succeeded,
             Some(Err(_)) => cuzk_job_state::Failed,
@@ -413,8 +507,8 @@ pub extern "C" fn cuzk_poll(job_id: u64, state_out: *mut i32, err_out: *mut cuzk
 
 /// Verifies `proof` for a C1 output's sector with filecoin-proofs' own `verify_seal` (the
 /// verifier Lotus and Curio use), reading the `.vk` from `FIL_PROOFS_PARAMETER_CACHE`. Writes
-/// whether it is valid to `*valid_out`; a malformed proof is `false`, not an error. Needs no
-/// running engine.
+/// whether it is valid to `*valid_out` (1 or 0); a malformed proof is invalid, not an error.
+/// Needs no running engine.
 #[no_mangle]
 pub extern "C" fn cuzk_verify_seal(
     c1_ptr: *const u8,
@@ -441,7 +535,7 @@ pub extern "C" fn cuzk_verify_seal(
     })
 }
 
-/// A snapshot of the engine, from `cuzk_engine_status`.
+/// A snapshot of the engine, from `cuzk_engine_status`. Fields are only appended.
 #[repr(C)]
 pub struct cuzk_engine_report {
     /// `sizeof(cuzk_engine_report)`: fields are only appended.
@@ -450,7 +544,9 @@ pub struct cuzk_engine_report {
     pub devices: u32,
     /// Devices proving a partition now.
     pub devices_busy: u32,
-    pub _reserved: u32,
+    /// Devices out of service (by the operator or after faults).
+    pub devices_out_of_service: u32,
+    /// Jobs queued or running.
     pub jobs_in_flight: u64,
     /// Partitions waiting for a synthesis worker.
     pub partitions_queued: u64,
@@ -465,6 +561,12 @@ pub struct cuzk_engine_report {
     pub jobs_failed: u64,
     pub jobs_cancelled: u64,
     pub params_resident: u64,
+    /// Finished jobs whose result has not been collected by an await yet.
+    pub jobs_retained: u64,
+    /// Partitions a GPU failed on that the CPU proved instead.
+    pub partitions_cpu_retried: u64,
+    /// Timeline events dropped because callbacks fell behind.
+    pub timeline_events_dropped: u64,
 }
 
 /// Writes a snapshot of the running engine to `*out`.
@@ -482,7 +584,7 @@ pub extern "C" fn cuzk_engine_status(
             struct_size: std::mem::size_of::<cuzk_engine_report>() as u32,
             devices: s.devices.len() as u32,
             devices_busy: s.devices.iter().filter(|d| d.current.is_some()).count() as u32,
-            _reserved: 0,
+            devices_out_of_service: s.devices.iter().filter(|d| !d.enabled).count() as u32,
             jobs_in_flight: s.jobs_in_flight as u64,
             partitions_queued: s.synthesis_queue as u64,
             partitions_synthesizing: s.synthesizing,
@@ -495,6 +597,9 @@ pub extern "C" fn cuzk_engine_status(
             jobs_failed: s.failed,
             jobs_cancelled: s.cancelled,
             params_resident: s.resident_params.len() as u64,
+            jobs_retained: s.jobs_retained as u64,
+            partitions_cpu_retried: s.cpu_retries,
+            timeline_events_dropped: s.timeline_events_dropped,
         };
         // SAFETY: non-NULL (checked).
         unsafe { *out = r };
@@ -535,12 +640,15 @@ struct CallbackPtr {
     cb: unsafe extern "C" fn(*mut c_void, *const cuzk_timeline_event),
     userdata: *mut c_void,
 }
-// SAFETY: the header requires the callback and its userdata to be usable from any thread.
+// SAFETY: the header requires the callback and its userdata to be usable from another thread
+// (the engine's timeline thread), until the callback is unregistered.
 unsafe impl Send for CallbackPtr {}
 unsafe impl Sync for CallbackPtr {}
 
-/// Registers a timeline callback on the running engine; writes a handle for
-/// `cuzk_timeline_unregister`. `cb` and `userdata` must stay valid until unregistered.
+/// Registers a timeline callback on the running engine; writes a handle (unique for the life
+/// of the process) for `cuzk_timeline_unregister`. The callback sees every event recorded after
+/// this returns. `cb` and `userdata` must stay valid until `cuzk_timeline_unregister` returns
+/// (or the engine's shutdown has returned). See `cuzk_timeline_cb` for what it may call.
 #[no_mangle]
 pub extern "C" fn cuzk_timeline_register(
     cb: cuzk_timeline_cb,
@@ -567,7 +675,6 @@ pub extern "C" fn cuzk_timeline_register(
                 detail: detail.as_ptr(),
             };
             let p = &ptr;
-            // A panic cannot come from C; a C++ exception must not be thrown by the callback.
             // SAFETY: the callback contract is documented in the header.
             unsafe { (p.cb)(p.userdata, &c) };
         });
@@ -578,8 +685,11 @@ pub extern "C" fn cuzk_timeline_register(
     })
 }
 
-/// Unregisters a timeline callback. When this returns, the callback is not running and will
-/// never be called again. Unknown handles (or no engine) are not an error.
+/// Unregisters a timeline callback. From outside a callback: the events recorded before the
+/// call are delivered first, and when it returns the callback is not running and will never be
+/// called again, so its userdata may be freed; this holds during a shutdown too. From inside a
+/// callback: returns at once, and the callback is not called again after the running call
+/// returns. Unknown handles (or no engine) are not an error.
 #[no_mangle]
 pub extern "C" fn cuzk_timeline_unregister(handle: u64) -> Status {
     boundary(std::ptr::null_mut(), || {
@@ -639,4 +749,39 @@ pub extern "C" fn cuzk_status_name(status: i32) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn cuzk_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_partition_matches_the_timeline() {
+        assert_eq!(CUZK_NO_PARTITION, crate::timeline::NO_PARTITION);
+    }
+
+    #[test]
+    fn old_config_sizes_read_only_their_fields_and_flags_are_integers() {
+        let mut c = std::mem::MaybeUninit::<cuzk_config>::uninit();
+        cuzk_config_default(c.as_mut_ptr());
+        // SAFETY: initialized above.
+        let mut c = unsafe { c.assume_init() };
+        c.self_check = 2;
+        c.max_jobs = 7;
+        assert_eq!(config_from(&c).unwrap().max_jobs, 7);
+        assert!(config_from(&c).unwrap().self_check);
+        c.struct_size = CONFIG_V1_SIZE as u32;
+        let v1 = config_from(&c).unwrap();
+        assert_eq!(v1.max_jobs, 0, "a v1 caller's struct has no max_jobs");
+        c.struct_size = 12;
+        assert_eq!(config_from(&c).unwrap_err().status, Status::InvalidArgument);
+    }
+
+    #[test]
+    fn lengths_above_ptrdiff_max_are_argument_errors() {
+        let b = [0u8; 1];
+        let e = bytes_in(b.as_ptr(), usize::MAX, "c1").unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument);
+        assert!(bytes_in(b.as_ptr(), 1, "c1").is_ok());
+    }
 }

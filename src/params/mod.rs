@@ -1,21 +1,30 @@
 //! Groth16 parameters: the file names of a circuit's `.params`/`.vk` files, the circuit sizes
-//! they describe, and the parameter cache (loaded once per circuit, kept resident, accounted in
-//! the memory budget).
+//! they describe, and the parameter cache (checked once per circuit, kept resident, accounted
+//! in the memory budget).
+//!
+//! Before any prover (bellperson's reader, supraseal-c2's mapping) touches a `.params` file,
+//! [`check_file`] walks its section headers and requires the file to end exactly where its
+//! last section does, so that no reader can run past the end of a truncated file. The `.vk`
+//! file next to it (what filecoin-proofs' `verify_seal`, and so the chain, uses) must hold the
+//! same verifying key as the `.params` file; the self-check verifies with it. A failed check
+//! is remembered until the file changes (size, modification time or inode), so that a broken
+//! 47 GB file is not read again for every job.
 
 use std::{
     collections::HashMap,
     fs::File,
     io::{BufReader, Read, Seek, SeekFrom},
     path::{Path, PathBuf},
-    sync::Arc,
-    time::Instant,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Instant, SystemTime},
 };
 
 use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey, VerifyingKey};
 use blstrs::Bls12;
-use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
-
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 
 use crate::{
@@ -64,9 +73,183 @@ impl CircuitSize {
     }
 }
 
-/// One circuit's parameters. The verifying key and sizes are read at once (a few KB); the full
-/// parameter set is loaded into host memory only when a host-side prover needs it (the CPU
-/// backend, or a CPU retry after a GPU error): GPU backends keep their own device-ready copy.
+/// What the engine can tell of a file's content without reading it: a change of any of these
+/// means the file must be checked again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileStamp {
+    pub len: u64,
+    pub modified: Option<SystemTime>,
+    pub inode: u64,
+}
+
+impl FileStamp {
+    pub fn of(path: &Path) -> std::io::Result<FileStamp> {
+        let m = std::fs::metadata(path)?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&m);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Ok(FileStamp {
+            len: m.len(),
+            modified: m.modified().ok(),
+            inode,
+        })
+    }
+}
+
+/// Uncompressed point sizes in a `.params` file.
+const G1: u64 = 96;
+const G2: u64 = 192;
+/// alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2.
+const VK_FIXED: u64 = 3 * G1 + 3 * G2;
+
+/// Where a `.params` file's sections are, checked against its length.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// The verifying key at the head of the file.
+    pub vk: VerifyingKey<Bls12>,
+    /// Point counts of h, l, a, b_g1, b_g2.
+    pub counts: [u64; 5],
+    pub len: u64,
+}
+
+impl Layout {
+    /// The circuit size the parameters are for.
+    pub fn size(&self) -> CircuitSize {
+        CircuitSize {
+            constraints: self.counts[0] as usize + 1,
+            inputs: self.vk.ic.len(),
+            aux: self.counts[1] as usize,
+        }
+    }
+}
+
+/// Reads the section headers of a `.params` file and checks that every section lies inside
+/// the file and the last one ends where the file does; reads no points but the verifying key's.
+pub fn check_file(path: &Path) -> Result<Layout> {
+    let bad = |why: String| Error::params(format!("{}: {why}", path.display()));
+    let file = File::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
+    let len = file
+        .metadata()
+        .map_err(|e| bad(format!("cannot stat: {e}")))?
+        .len();
+    let mut r = BufReader::new(file);
+    let truncated = |section: &str, at: u64| {
+        bad(format!(
+            "truncated: the file ends inside the {section} (needs {at} bytes, has {len}); \
+             fetch the parameters again"
+        ))
+    };
+    // The verifying key: fixed points, then ic (u32 count + G1 points).
+    if len < VK_FIXED + 4 {
+        return Err(truncated("verifying key", VK_FIXED + 4));
+    }
+    r.seek(SeekFrom::Start(VK_FIXED))
+        .map_err(|e| bad(format!("cannot read: {e}")))?;
+    let mut n = [0u8; 4];
+    r.read_exact(&mut n)
+        .map_err(|e| bad(format!("cannot read: {e}")))?;
+    let ic = u32::from_be_bytes(n) as u64;
+    let mut pos = VK_FIXED + 4 + ic * G1;
+    if pos > len {
+        return Err(truncated("verifying key", pos));
+    }
+    r.seek(SeekFrom::Start(0))
+        .map_err(|e| bad(format!("cannot read: {e}")))?;
+    let vk = VerifyingKey::<Bls12>::read(&mut r)
+        .map_err(|e| bad(format!("the verifying key is malformed: {e}")))?;
+    if vk.ic.is_empty() {
+        return Err(bad("the verifying key has no input points".into()));
+    }
+    let mut counts = [0u64; 5];
+    for (i, (name, point)) in [
+        ("h query", G1),
+        ("l query", G1),
+        ("a query", G1),
+        ("b_g1 query", G1),
+        ("b_g2 query", G2),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if pos + 4 > len {
+            return Err(truncated(&format!("{name} length"), pos + 4));
+        }
+        r.seek(SeekFrom::Start(pos))
+            .map_err(|e| bad(format!("cannot read: {e}")))?;
+        r.read_exact(&mut n)
+            .map_err(|e| bad(format!("cannot read the {name} length: {e}")))?;
+        counts[i] = u32::from_be_bytes(n) as u64;
+        pos += 4 + counts[i] * point;
+        if pos > len {
+            return Err(truncated(name, pos));
+        }
+    }
+    if pos != len {
+        return Err(bad(format!(
+            "{} bytes after the last section (expected {pos} bytes in all): not a Groth16 \
+             parameter file of this format, or a damaged one",
+            len - pos
+        )));
+    }
+    let [h, _l, a, b1, b2] = counts;
+    if !(h + 1).is_power_of_two() {
+        return Err(bad(format!(
+            "the h query has {h} points; a Groth16 parameter file has one less than a power of two"
+        )));
+    }
+    if b1 != b2 || a < vk.ic.len() as u64 {
+        return Err(bad(format!(
+            "inconsistent sections: a {a} points for {} inputs, b_g1 {b1} vs b_g2 {b2} points",
+            vk.ic.len()
+        )));
+    }
+    Ok(Layout { vk, counts, len })
+}
+
+/// The verifying key in a `.vk` file, which must be the one at the head of the `.params` file.
+fn check_vk(
+    path: &Path,
+    params: &Path,
+    in_params: &VerifyingKey<Bls12>,
+) -> Result<VerifyingKey<Bls12>> {
+    let file = File::open(path).map_err(|e| {
+        Error::params(format!(
+            "cannot open {} (filecoin-proofs' verify_seal needs this verifying key beside {}): {e}",
+            path.display(),
+            params.display()
+        ))
+    })?;
+    let vk = VerifyingKey::<Bls12>::read(BufReader::new(file))
+        .map_err(|e| Error::params(format!("{}: malformed verifying key: {e}", path.display())))?;
+    if vk != *in_params {
+        return Err(Error::params(format!(
+            "{} does not match the verifying key inside {}: proofs made with these parameters \
+             would not verify on chain (mixed-up or corrupted files; fetch both again)",
+            path.display(),
+            params.display()
+        )));
+    }
+    Ok(vk)
+}
+
+/// Distinguishes checked instances of parameter sets (a file that changed is a new one).
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+enum Host {
+    NotLoaded,
+    Loaded {
+        params: Arc<Parameters<Bls12>>,
+        _reservation: Reservation,
+        ms: f64,
+    },
+    Failed(Error, FileStamp),
+}
+
+/// One circuit's parameters. The verifying key (from the `.vk` file, checked against the
+/// `.params` file) and sizes are read at once (a few KB); the full parameter set is loaded into
+/// host memory only when a host-side prover needs it (the CPU backend, or a CPU retry after a
+/// GPU error): GPU backends keep their own device-ready copy.
 pub struct Srs {
     pub id: String,
     pub path: PathBuf,
@@ -76,26 +259,121 @@ pub struct Srs {
     pub size: CircuitSize,
     /// Size of the `.params` file in bytes.
     pub file_len: u64,
+    /// The `.params` file as it was checked.
+    pub stamp: FileStamp,
+    /// Unique to this checked instance: backends key their copies by it.
+    pub generation: u64,
     budget: Arc<Budget>,
-    full: OnceCell<(Parameters<Bls12>, Reservation, f64)>,
+    host: Mutex<Host>,
 }
 
 impl Srs {
+    /// Fails if the `.params` file is no longer the one that was checked (call before a
+    /// native reader maps or reads it).
+    pub fn check_unchanged(&self) -> Result<()> {
+        match FileStamp::of(&self.path) {
+            Ok(s) if s == self.stamp => Ok(()),
+            Ok(_) => Err(Error::params(format!(
+                "{} changed after it was checked; it will be checked again for the next job",
+                self.path.display()
+            ))),
+            Err(e) => Err(Error::params(format!(
+                "{} is gone: {e}",
+                self.path.display()
+            ))),
+        }
+    }
+
     /// The full parameters in host memory, loaded (and charged to the budget) on first use.
-    pub fn params(&self) -> Result<&Parameters<Bls12>> {
-        self.full
-            .get_or_try_init(|| load_full(&self.path, self.file_len, &self.budget))
-            .map(|(p, _, _)| p)
+    /// Waits for memory ahead of new partitions; `queued()` is the memory held by work that
+    /// waits for this load (see [`Budget::acquire_priority`]); `give_up` ends the wait.
+    pub fn params_waiting(
+        &self,
+        queued: impl Fn() -> u64,
+        give_up: impl FnMut() -> Option<Error>,
+    ) -> Result<Arc<Parameters<Bls12>>> {
+        let mut host = self.host.lock();
+        match &*host {
+            Host::Loaded { params, .. } => return Ok(params.clone()),
+            Host::Failed(e, stamp) if FileStamp::of(&self.path).ok().as_ref() == Some(stamp) => {
+                return Err(e.clone())
+            }
+            _ => {}
+        }
+        let reservation = self.budget.acquire_priority(
+            self.file_len,
+            &format!("the parameters {} in host memory", self.path.display()),
+            queued,
+            give_up,
+        )?;
+        match self.load() {
+            Ok((p, ms)) => {
+                *host = Host::Loaded {
+                    params: p.clone(),
+                    _reservation: reservation,
+                    ms,
+                };
+                Ok(p)
+            }
+            Err(e) => {
+                if e.status == Status::Params {
+                    if let Ok(stamp) = FileStamp::of(&self.path) {
+                        *host = Host::Failed(e.clone(), stamp);
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Srs::params_waiting`] for a caller that holds no memory others wait for.
+    pub fn params(&self) -> Result<Arc<Parameters<Bls12>>> {
+        self.params_waiting(|| 0, || None)
+    }
+
+    fn load(&self) -> Result<(Arc<Parameters<Bls12>>, f64)> {
+        self.check_unchanged()?;
+        let t = Instant::now();
+        let file = File::open(&self.path)
+            .map_err(|e| Error::params(format!("cannot open {}: {e}", self.path.display())))?;
+        let params = Parameters::<Bls12>::read(BufReader::with_capacity(1 << 22, file), false)
+            .map_err(|e| {
+                Error::params(format!(
+                    "cannot read parameters {}: {e}",
+                    self.path.display()
+                ))
+            })?;
+        if params.vk != self.vk {
+            return Err(Error::params(format!(
+                "{} changed while it was read",
+                self.path.display()
+            )));
+        }
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        log::info!(
+            "loaded parameters {} into host memory in {:.0} ms",
+            self.path.display(),
+            ms
+        );
+        Ok((Arc::new(params), ms))
     }
 
     /// Whether the full parameters are in host memory.
     pub fn host_resident(&self) -> bool {
-        self.full.get().is_some()
+        matches!(*self.host.lock(), Host::Loaded { .. })
     }
 
     /// Milliseconds the full load took, once done.
     pub fn load_ms(&self) -> Option<f64> {
-        self.full.get().map(|(_, _, ms)| *ms)
+        match &*self.host.lock() {
+            Host::Loaded { ms, .. } => Some(*ms),
+            _ => None,
+        }
+    }
+
+    /// Drops the host copy (its memory goes back to the budget once no prover holds it).
+    pub fn release_host(&self) {
+        *self.host.lock() = Host::NotLoaded;
     }
 
     /// The memory budget parameters are charged to (GPU backends reserve their copies here).
@@ -104,69 +382,21 @@ impl Srs {
     }
 }
 
-fn load_full(
-    path: &Path,
-    len: u64,
-    budget: &Arc<Budget>,
-) -> Result<(Parameters<Bls12>, Reservation, f64)> {
-    let reservation = budget.try_acquire(len).ok_or_else(|| {
-        Error::new(
-            Status::ResourceExhausted,
-            format!(
-                "parameters {} ({} MiB) do not fit in the free memory budget ({} of {} MiB used)",
-                path.display(),
-                len >> 20,
-                budget.used() >> 20,
-                budget.total() >> 20
-            ),
-        )
-    })?;
-    let t = Instant::now();
-    let file = File::open(path)
-        .map_err(|e| Error::params(format!("cannot open {}: {e}", path.display())))?;
-    let params = Parameters::<Bls12>::read(BufReader::with_capacity(1 << 22, file), false)
-        .map_err(|e| Error::params(format!("cannot read parameters {}: {e}", path.display())))?;
-    let ms = t.elapsed().as_secs_f64() * 1e3;
-    log::info!(
-        "loaded parameters {} into host memory in {:.0} ms",
-        path.display(),
-        ms
-    );
-    Ok((params, reservation, ms))
+enum Slot {
+    Empty,
+    Ready(Arc<Srs>),
+    Failed {
+        error: Error,
+        params: Option<FileStamp>,
+        vk: Option<FileStamp>,
+    },
 }
-
-/// Reads the verifying key and the circuit size from the head of a `.params` file.
-fn read_header(path: &Path) -> Result<(VerifyingKey<Bls12>, CircuitSize)> {
-    let bad = |e: std::io::Error| {
-        Error::params(format!("cannot read parameters {}: {e}", path.display()))
-    };
-    let file = File::open(path)
-        .map_err(|e| Error::params(format!("cannot open {}: {e}", path.display())))?;
-    let mut r = BufReader::new(file);
-    let vk = VerifyingKey::<Bls12>::read(&mut r).map_err(bad)?;
-    let mut n = [0u8; 4];
-    r.read_exact(&mut n).map_err(bad)?;
-    let h_len = u32::from_be_bytes(n) as i64;
-    // Uncompressed G1 points: 96 bytes each.
-    r.seek(SeekFrom::Current(h_len * 96)).map_err(bad)?;
-    r.read_exact(&mut n).map_err(bad)?;
-    let l_len = u32::from_be_bytes(n) as usize;
-    Ok((
-        vk.clone(),
-        CircuitSize {
-            constraints: h_len as usize + 1,
-            inputs: vk.ic.len(),
-            aux: l_len,
-        },
-    ))
-}
-
-type Slot = Arc<OnceCell<Arc<Srs>>>;
 
 /// Parameter cache keyed by the circuit's parameter id.
 pub struct SrsCache {
     dir: PathBuf,
-    slots: Mutex<HashMap<String, Slot>>,
+    slots: Mutex<HashMap<String, Arc<Mutex<Slot>>>>,
+    checks: AtomicU64,
 }
 
 impl SrsCache {
@@ -174,6 +404,7 @@ impl SrsCache {
         SrsCache {
             dir,
             slots: Mutex::new(HashMap::new()),
+            checks: AtomicU64::new(0),
         }
     }
 
@@ -181,34 +412,90 @@ impl SrsCache {
         &self.dir
     }
 
+    /// How many times a parameter file has been checked (a remembered failure is not checked
+    /// again until its file changes).
+    pub fn checks(&self) -> u64 {
+        self.checks.load(Ordering::Relaxed)
+    }
+
     /// Ids of the parameter sets now resident in host memory.
     pub fn resident(&self) -> Vec<String> {
-        self.slots
+        let slots: Vec<_> = self
+            .slots
             .lock()
             .iter()
-            .filter(|(_, s)| s.get().is_some_and(|srs| srs.host_resident()))
-            .map(|(k, _)| k.clone())
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .collect();
+        slots
+            .into_iter()
+            .filter(|(_, s)| matches!(&*s.lock(), Slot::Ready(srs) if srs.host_resident()))
+            .map(|(k, _)| k)
             .collect()
     }
 
-    /// The parameters for `id`, loading them on first use. Concurrent callers for the same id
-    /// wait for one load; a failed load is retried by the next caller.
-    pub fn get(&self, id: &str, budget: &Arc<Budget>) -> Result<Arc<Srs>> {
-        let slot = self.slots.lock().entry(id.to_string()).or_default().clone();
-        slot.get_or_try_init(|| self.load(id, budget).map(Arc::new))
-            .cloned()
+    /// Drops every parameter set (their host copies go back to the budget once no prover
+    /// holds them).
+    pub fn clear(&self) {
+        let slots: Vec<_> = self.slots.lock().drain().map(|(_, s)| s).collect();
+        for s in slots {
+            if let Slot::Ready(srs) = &*s.lock() {
+                srs.release_host();
+            }
+        }
     }
 
-    fn load(&self, id: &str, budget: &Arc<Budget>) -> Result<Srs> {
+    /// The parameters for `id`, checked on first use and again whenever the file changed.
+    /// Concurrent callers for the same id wait for one check; a failure is remembered until
+    /// either file changes.
+    pub fn get(&self, id: &str, budget: &Arc<Budget>) -> Result<Arc<Srs>> {
+        let slot = self
+            .slots
+            .lock()
+            .entry(id.to_string())
+            .or_insert_with(|| Arc::new(Mutex::new(Slot::Empty)))
+            .clone();
+        let mut slot = slot.lock();
         let path = params_path(&self.dir, id);
-        let meta = std::fs::metadata(&path).map_err(|e| {
+        let vk = vk_path(&self.dir, id);
+        let now = (FileStamp::of(&path).ok(), FileStamp::of(&vk).ok());
+        match &*slot {
+            Slot::Ready(srs) if now.0.as_ref() == Some(&srs.stamp) => return Ok(srs.clone()),
+            Slot::Ready(_) => log::warn!("{} changed: checking it again", path.display()),
+            Slot::Failed { error, params, vk } if (params, vk) == (&now.0, &now.1) => {
+                return Err(error.clone())
+            }
+            _ => {}
+        }
+        self.checks.fetch_add(1, Ordering::Relaxed);
+        match self.load(id, &path, &vk, budget) {
+            Ok(srs) => {
+                let srs = Arc::new(srs);
+                *slot = Slot::Ready(srs.clone());
+                Ok(srs)
+            }
+            Err(e) => {
+                log::error!("{e}");
+                *slot = Slot::Failed {
+                    error: e.clone(),
+                    params: now.0,
+                    vk: now.1,
+                };
+                Err(e)
+            }
+        }
+    }
+
+    fn load(&self, id: &str, path: &Path, vk_file: &Path, budget: &Arc<Budget>) -> Result<Srs> {
+        let stamp = FileStamp::of(path).map_err(|e| {
             Error::params(format!(
                 "No cached parameters found for {id} [failure finding {}]: {e}; run `cuzk setup` or fetch the \
                  production parameters into this directory",
                 path.display()
             ))
         })?;
-        let (vk, size) = read_header(&path)?;
+        let layout = check_file(path)?;
+        let vk = check_vk(vk_file, path, &layout.vk)?;
+        let size = layout.size();
         let pvk = prepare_verifying_key(&vk);
         log::info!(
             "parameters {}: domain {}, {} inputs, {} aux, {} MiB",
@@ -216,17 +503,19 @@ impl SrsCache {
             size.constraints,
             size.inputs,
             size.aux,
-            meta.len() >> 20
+            layout.len >> 20
         );
         Ok(Srs {
             id: id.to_string(),
-            path,
+            path: path.to_path_buf(),
             vk,
             pvk,
             size,
-            file_len: meta.len(),
+            file_len: layout.len,
+            stamp,
+            generation: GENERATION.fetch_add(1, Ordering::Relaxed),
             budget: budget.clone(),
-            full: OnceCell::new(),
+            host: Mutex::new(Host::NotLoaded),
         })
     }
 }

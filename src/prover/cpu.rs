@@ -165,7 +165,7 @@ impl ProverBackend for CpuProver {
         let asg = asg
             .take()
             .ok_or_else(|| Error::internal("no assignment to prove"))?;
-        self.prove_with_params(asg, params, r, s, times)
+        self.prove_with_params(asg, &params, r, s, times)
     }
 }
 

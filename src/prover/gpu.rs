@@ -50,7 +50,9 @@ pub enum Discovery {
 }
 
 /// Looks for usable CUDA devices: driver present, device visible, and our kernels run on it.
-pub fn discover() -> Discovery {
+/// `blocking`: threads waiting for a device sleep instead of spinning (set before any context
+/// exists).
+pub fn discover(blocking: bool) -> Discovery {
     let (driver, count) = match cuda::probe() {
         Ok(v) => v,
         Err(e) => return Discovery::None(e),
@@ -60,9 +62,6 @@ pub fn discover() -> Discovery {
     }
     let mut found = Vec::new();
     let mut why = Vec::new();
-    let blocking = std::env::var("CUZK_GPU_WAIT")
-        .map(|v| v != "spin")
-        .unwrap_or(true);
     for i in 0..count {
         if blocking {
             if let Err(e) = cuda::set_blocking_sync(i) {
@@ -99,7 +98,16 @@ pub fn call_width(usable: usize, visible: usize, per_gpu: usize) -> usize {
 
 struct Loaded {
     srs: supraseal_c2::SRS,
+    /// The checked instance of the parameter file it was read from.
+    generation: u64,
     _reservation: Reservation,
+}
+
+/// What the backend holds for one parameter file: its pinned copy, or why it could not be
+/// loaded (remembered until the file changes, so that every job does not read it again).
+enum Held {
+    Loaded(Arc<Loaded>),
+    Failed(Error, crate::params::FileStamp),
 }
 
 /// supraseal-c2 on the process's GPUs. supraseal serializes its calls process-wide and spreads
@@ -117,7 +125,7 @@ pub struct SuprasealProver {
     visible: usize,
     names: Vec<String>,
     enabled: Vec<AtomicBool>,
-    srs: Mutex<HashMap<PathBuf, Arc<Loaded>>>,
+    srs: Mutex<HashMap<PathBuf, Held>>,
 }
 
 impl SuprasealProver {
@@ -157,26 +165,47 @@ impl SuprasealProver {
     fn loaded(&self, srs: &Srs) -> Result<Arc<Loaded>> {
         // One loader at a time: concurrent first uses wait instead of loading twice.
         let mut map = self.srs.lock();
-        if let Some(l) = map.get(&srs.path) {
-            return Ok(l.clone());
+        match map.get(&srs.path) {
+            Some(Held::Loaded(l)) if l.generation == srs.generation => return Ok(l.clone()),
+            Some(Held::Failed(e, stamp)) if *stamp == srs.stamp => return Err(e.clone()),
+            _ => {}
         }
-        let reservation = srs.budget().try_acquire(srs.file_len).ok_or_else(|| {
-            Error::new(
-                Status::ResourceExhausted,
-                format!(
-                    "GPU parameters {} ({} MiB pinned) do not fit in the free memory budget",
-                    srs.path.display(),
-                    srs.file_len >> 20
-                ),
-            )
-        })?;
+        // A copy of an older version of the file goes first (its memory comes back).
+        map.remove(&srs.path);
+        let res = self.load(srs);
+        match &res {
+            Ok(l) => map.insert(srs.path.clone(), Held::Loaded(l.clone())),
+            Err(e) => map.insert(srs.path.clone(), Held::Failed(e.clone(), srs.stamp.clone())),
+        };
+        res
+    }
+
+    fn load(&self, srs: &Srs) -> Result<Arc<Loaded>> {
+        let reservation = srs
+            .budget()
+            .try_acquire_resident(srs.file_len)
+            .ok_or_else(|| {
+                Error::new(
+                    Status::ResourceExhausted,
+                    format!(
+                        "GPU parameters {} ({} MiB pinned) do not fit in the free memory budget",
+                        srs.path.display(),
+                        srs.file_len >> 20
+                    ),
+                )
+            })?;
+        // supraseal maps and reads the file without bounds checks: it is only handed one that
+        // `params::check_file` accepted and that has not changed since.
+        srs.check_unchanged()?;
         let t = Instant::now();
-        let loaded = supraseal_c2::SRS::try_new(srs.path.clone(), true).map_err(|e| {
-            Error::params(format!(
-                "loading {} for the GPU: {}",
-                srs.path.display(),
-                String::from(e)
-            ))
+        let loaded = crate::error::catch("supraseal-c2 parameter load", Status::Params, || {
+            supraseal_c2::SRS::try_new(srs.path.clone(), true).map_err(|e| {
+                Error::params(format!(
+                    "loading {} for the GPU: {}",
+                    srs.path.display(),
+                    String::from(e)
+                ))
+            })
         })?;
         log::info!(
             "{}: parameters {} in pinned memory in {:.0} ms",
@@ -184,12 +213,11 @@ impl SuprasealProver {
             srs.path.display(),
             t.elapsed().as_secs_f64() * 1e3
         );
-        let l = Arc::new(Loaded {
+        Ok(Arc::new(Loaded {
             srs: loaded,
+            generation: srs.generation,
             _reservation: reservation,
-        });
-        map.insert(srs.path.clone(), l.clone());
-        Ok(l)
+        }))
     }
 }
 
@@ -234,6 +262,16 @@ impl ProverBackend for SuprasealProver {
 
     fn prepare(&self, srs: &Srs) -> Result<()> {
         self.loaded(srs).map(|_| ())
+    }
+
+    fn probe(&self, device: usize) -> Result<()> {
+        let ordinal = device;
+        cuda::launch_check(ordinal)
+            .map_err(|e| Error::proving(format!("{}: probe failed: {e}", self.names[device])))
+    }
+
+    fn release(&self) {
+        self.srs.lock().clear();
     }
 
     fn prove(

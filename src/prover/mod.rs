@@ -64,6 +64,15 @@ pub trait ProverBackend: Send + Sync {
         false
     }
 
+    /// Checks that device `device` works (a small kernel on a GPU), before the engine puts it
+    /// back in service after a cool-down.
+    fn probe(&self, _device: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// Drops the parameters this backend loaded (engine shutdown).
+    fn release(&self) {}
+
     /// Proves `asgs.len() <= max_batch()` assignments; result `i` is for `asgs[i]`, with the
     /// index (into `devices()`) of the device that ran it. The default proves them in turn.
     fn prove_batch(

@@ -86,10 +86,15 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
     let budget = Budget::new(cuzk::budget::default_budget());
     let srs = SrsCache::new(spec.params_dir.clone()).get(circuits.params_id(), &budget)?;
     let widest = *spec.widths.iter().max().expect("not empty");
-    let backend = engine::select_backends(&spec.devices, widest)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::internal("no prover backend"))?;
+    let backend = engine::select_backends(&engine::Config {
+        devices: spec.devices.clone(),
+        gpu_batch: widest,
+        params_dir: spec.params_dir.clone(),
+        ..engine::Config::default()
+    })?
+    .into_iter()
+    .next()
+    .ok_or_else(|| Error::internal("no prover backend"))?;
     backend.prepare(&srs)?;
     let partitions = circuits.shape().partitions;
 

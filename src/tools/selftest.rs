@@ -104,10 +104,22 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
         .and_then(|_| std::io::Write::flush(&mut file))
         .map_err(|e| Error::params(format!("writing {}: {e}", path.display())))?;
     drop(file);
+    let vk = cuzk::params::vk_path(dir, &id);
+    let mut bytes = Vec::new();
+    params
+        .vk
+        .write(&mut bytes)
+        .and_then(|_| std::fs::write(&vk, bytes))
+        .map_err(|e| Error::params(format!("writing {}: {e}", vk.display())))?;
     let params_ms = t.elapsed().as_secs_f64() * 1e3;
 
     let srs = SrsCache::new(dir.to_path_buf()).get(&id, &Budget::new(u64::MAX / 2))?;
-    let mut backends = engine::select_backends(devices, 1)?;
+    let mut backends = engine::select_backends(&engine::Config {
+        devices: devices.to_string(),
+        gpu_batch: 1,
+        params_dir: dir.to_path_buf(),
+        ..engine::Config::default()
+    })?;
     if backends.iter().all(|b| b.is_gpu()) {
         backends.push(Box::new(CpuProver));
     }
@@ -147,6 +159,7 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
         });
     }
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&vk);
     let report = Report {
         constraints: 2 * rounds + 1,
         params_ms,

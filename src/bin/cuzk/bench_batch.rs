@@ -278,7 +278,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     pb.finish();
     let status = engine.status();
     let engine_gpu_batch = engine.config().gpu_batch;
-    engine.shutdown();
+    engine.shutdown()?;
 
     let mut times = Vec::new();
     let mut failed = 0;

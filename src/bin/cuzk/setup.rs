@@ -105,7 +105,7 @@ fn run_demo(params_dir: PathBuf, shape: FixtureShape) -> Result<ExitCode, Error>
         priority: 0,
         fixture: shape,
     })?;
-    engine.shutdown();
+    engine.shutdown()?;
     print_report(&out);
     println!("== 3. timeline");
     for e in events.lock().expect("events").iter() {
