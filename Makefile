@@ -53,8 +53,11 @@ test-c: build fixtures
 	CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
 	  CUZK_TEST_PROOF_OUT=$(CBUILD)/dropin.proof $(CBUILD)/test_ffi full
 	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/dropin.proof
-	ASAN_OPTIONS=detect_leaks=1 CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
 	  CUZK_TEST_NO_GPU=1 CUZK_TEST_PARAMS=$(PARAMS) $(CBUILD)/test_ffi_asan errors
+	$(CC) $(CFLAGS_TEST) -O1 -g -pthread -fsanitize=address,undefined -fno-omit-frame-pointer -o $(CBUILD)/test_callbacks_asan tests/c/test_callbacks.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
+	  CUZK_TEST_PARAMS=$(PARAMS) $(CBUILD)/test_callbacks_asan
 
 ## pkg-config file for linking libcuzk from outside this repository.
 go-pc: build

@@ -29,12 +29,14 @@ func takeError(st C.cuzk_status, cerr *C.cuzk_error) error {
 	return &Error{Status: Status(st), Message: msg}
 }
 
-// takeBytes copies C-owned bytes into Go memory and frees them (exactly once).
+// takeBytes copies C-owned bytes into Go memory and frees them (exactly once). The length is
+// a size_t end to end (C.GoBytes would cut it to a C int).
 func takeBytes(b *C.cuzk_bytes) []byte {
 	if b.ptr == nil {
 		return nil
 	}
-	out := C.GoBytes(unsafe.Pointer(b.ptr), C.int(b.len))
+	out := make([]byte, int(b.len))
+	copy(out, unsafe.Slice((*byte)(unsafe.Pointer(b.ptr)), int(b.len)))
 	C.cuzk_bytes_free(b)
 	return out
 }

@@ -340,3 +340,137 @@ func TestTimelinePanicIsRecoveredAndUnregisterIsFinal(t *testing.T) {
 		t.Fatalf("callback called after unregister")
 	}
 }
+
+// The natural pattern: a callback that stops listening once its job has ended. It may call
+// the engine (State, Cancel, its own unregister) but not Close (ErrInCallback).
+func TestCallbackUnregistersAfterItsJobEnds(t *testing.T) {
+	done := make(chan struct{})
+	var calls atomic.Int64
+	var unregister func()
+	var mu sync.Mutex
+	var job JobID
+	var closeErr, stateErr error
+	var err error
+	mu.Lock()
+	unregister, err = engine.OnTimeline(func(e Event) {
+		calls.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Job != job || (e.Kind != JobCancelled && e.Kind != JobDone) {
+			return
+		}
+		_, stateErr = engine.State(e.Job)
+		closeErr = engine.Close()
+		unregister()
+		close(done)
+	})
+	if err != nil {
+		mu.Unlock()
+		t.Fatal(err)
+	}
+	job, err = engine.Submit(context.Background(), Request{Phase1Output: fixture, SectorNum: testSector, ProverID: ProverID(testMiner)})
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.Cancel(job); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the callback never saw its job end (hang?)")
+	}
+	if !errors.Is(closeErr, ErrInCallback) || stateErr != nil {
+		t.Fatalf("from the callback: Close = %v (want ErrInCallback), State = %v", closeErr, stateErr)
+	}
+	n := calls.Load()
+	// Another job: the unregistered callback hears nothing of it.
+	id, err := engine.Submit(context.Background(), Request{Phase1Output: fixture, SectorNum: testSector, ProverID: ProverID(testMiner)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = engine.Cancel(id)
+	if _, err := engine.Await(context.Background(), id); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("await: %v", err)
+	}
+	stop, _ := engine.OnTimeline(func(Event) {})
+	stop() // flushes what was recorded before
+	if calls.Load() != n {
+		t.Fatalf("callback called %d more times after it unregistered", calls.Load()-n)
+	}
+}
+
+// Close racing the unregister funcs of callbacks that are busy: after an unregister returns
+// its callback never runs (the Go state behind it is gone), and nothing panics. The engine
+// is started again for the tests after this one.
+func TestCloseRacingUnregister(t *testing.T) {
+	const n = 8
+	var gone [n]atomic.Bool
+	var late atomic.Int64
+	started := make(chan struct{}, 1)
+	stops := make([]func(), n)
+	for i := 0; i < n; i++ {
+		i := i
+		stop, err := engine.OnTimeline(func(e Event) {
+			if gone[i].Load() {
+				late.Add(1)
+			}
+			if e.Kind == SynthStart {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stops[i] = stop
+	}
+	for j := 0; j < 3; j++ {
+		if _, err := engine.Submit(context.Background(), Request{Phase1Output: fixture, SectorNum: testSector, ProverID: ProverID(testMiner)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-started:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("synthesis never started")
+	}
+	var wg sync.WaitGroup
+	wg.Add(n + 2)
+	closeErrs := make([]error, 2)
+	for c := 0; c < 2; c++ {
+		c := c
+		go func() { defer wg.Done(); closeErrs[c] = engine.Close() }()
+	}
+	for i := 0; i < n; i++ {
+		i := i
+		go func() {
+			defer wg.Done()
+			stops[i]()
+			gone[i].Store(true)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("Close racing unregister hung")
+	}
+	for _, err := range closeErrs {
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	}
+	if late.Load() != 0 {
+		t.Fatalf("%d callbacks ran after their unregister returned", late.Load())
+	}
+	var err error
+	engine, err = Start(Config{ParamsDir: paramsDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -36,6 +35,17 @@ type Config struct {
 	DisableSelfCheck bool
 	// TimelineStderr writes TIMELINE,... log lines to stderr.
 	TimelineStderr bool
+	// JobRetention is how long a finished job's result waits for its Await before it is
+	// dropped (0: CUZK_JOB_RETENTION_S, else 15 minutes; a cancelled job at most a minute).
+	JobRetention time.Duration
+	// MaxJobs bounds the jobs queued or running at once (0: 256); Submit beyond it returns
+	// ErrResourceExhausted.
+	MaxJobs uint32
+	// MaxC1Bytes bounds the C1 output accepted (0: 512 MiB); larger is ErrInvalidInput.
+	MaxC1Bytes uint64
+	// DeviceCooldown is how long a GPU taken out of service after repeated faults waits before
+	// it is probed and put back (0: CUZK_DEVICE_COOLDOWN_S, else 60 s).
+	DeviceCooldown time.Duration
 }
 
 // JobID identifies a submitted job.
@@ -68,10 +78,7 @@ const (
 )
 
 // Engine is a handle on the process-wide engine.
-type Engine struct {
-	closeOnce sync.Once
-	closeErr  error
-}
+type Engine struct{}
 
 // Start starts the process-wide engine, or returns a handle on the running one when cfg
 // matches its configuration (ErrAlreadyRunning otherwise).
@@ -81,8 +88,14 @@ func Start(cfg Config) (*Engine, error) {
 	c.synthesis_workers = C.uint32_t(cfg.SynthesisWorkers)
 	c.synthesis_lookahead = C.uint32_t(cfg.SynthesisLookahead)
 	c.memory_budget_bytes = C.uint64_t(cfg.MemoryBudget)
-	c.self_check = C.bool(!cfg.DisableSelfCheck)
-	c.timeline_stderr = C.bool(cfg.TimelineStderr)
+	c.self_check = boolByte(!cfg.DisableSelfCheck)
+	if cfg.TimelineStderr {
+		c.timeline_stderr = 1
+	}
+	c.job_retention_ms = C.uint64_t(cfg.JobRetention.Milliseconds())
+	c.max_jobs = C.uint32_t(cfg.MaxJobs)
+	c.max_c1_bytes = C.uint64_t(cfg.MaxC1Bytes)
+	c.device_cooldown_ms = C.uint64_t(cfg.DeviceCooldown.Milliseconds())
 	if cfg.ParamsDir != "" {
 		dir := C.CString(cfg.ParamsDir)
 		defer C.free(unsafe.Pointer(dir))
@@ -95,13 +108,24 @@ func Start(cfg Config) (*Engine, error) {
 	return &Engine{}, nil
 }
 
-// Close shuts the engine down: queued jobs end with ErrNotRunning, running partitions finish.
-// It may be called more than once; it waits for the workers to stop.
+// Close shuts the engine down and waits for its threads to stop: every unfinished job ends
+// with ErrNotRunning (blocked Awaits return), synthesis in progress is abandoned, partitions on
+// a GPU finish their call, the timeline delivers what it holds. It may be called more than
+// once, and concurrently (a second call waits for the first). From a timeline callback it
+// returns ErrInCallback.
 func (e *Engine) Close() error {
-	e.closeOnce.Do(func() {
-		e.closeErr = takeError(C.cuzk_engine_shutdown(), &C.cuzk_error{})
-	})
-	return e.closeErr
+	st := C.cuzk_engine_shutdown()
+	if st == C.CUZK_STATUS_OK {
+		return nil
+	}
+	return &Error{Status: Status(st), Message: "engine shutdown failed"}
+}
+
+func boolByte(b bool) C.uint8_t {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Submit validates a job and queues it. Validation errors (malformed C1 output, wrong shape,

@@ -1,42 +1,44 @@
 package cuzk
 
+/*
+#include "cuzk.h"
+*/
+import "C"
+
 import "fmt"
 
 // Status is the library's status code (cuzk_status in cuzk.h).
 type Status int32
 
-// Status codes; the numbers match include/cuzk.h.
+// Status codes, defined from include/cuzk.h (whose drift check covers them).
 const (
-	StatusOK                Status = 0
-	StatusInvalidArgument   Status = 1
-	StatusInvalidInput      Status = 2
-	StatusUnsupported       Status = 3
-	StatusParams            Status = 4
-	StatusProving           Status = 5
-	StatusVerifyFailed      Status = 6
-	StatusCancelled         Status = 7
-	StatusTimeout           Status = 8
-	StatusNotFound          Status = 9
-	StatusNotRunning        Status = 10
-	StatusResourceExhausted Status = 11
-	StatusPanic             Status = 12
-	StatusInternal          Status = 13
-	StatusAlreadyRunning    Status = 14
+	StatusOK                Status = C.CUZK_STATUS_OK
+	StatusInvalidArgument   Status = C.CUZK_STATUS_INVALID_ARGUMENT
+	StatusInvalidInput      Status = C.CUZK_STATUS_INVALID_INPUT
+	StatusUnsupported       Status = C.CUZK_STATUS_UNSUPPORTED
+	StatusParams            Status = C.CUZK_STATUS_PARAMS
+	StatusProving           Status = C.CUZK_STATUS_PROVING
+	StatusVerifyFailed      Status = C.CUZK_STATUS_VERIFY_FAILED
+	StatusCancelled         Status = C.CUZK_STATUS_CANCELLED
+	StatusTimeout           Status = C.CUZK_STATUS_TIMEOUT
+	StatusNotFound          Status = C.CUZK_STATUS_NOT_FOUND
+	StatusNotRunning        Status = C.CUZK_STATUS_NOT_RUNNING
+	StatusResourceExhausted Status = C.CUZK_STATUS_RESOURCE_EXHAUSTED
+	StatusPanic             Status = C.CUZK_STATUS_PANIC
+	StatusInternal          Status = C.CUZK_STATUS_INTERNAL
+	StatusAlreadyRunning    Status = C.CUZK_STATUS_ALREADY_RUNNING
+	// StatusInCallback: called from a timeline callback where it would wait for the thread
+	// running the callback (Close, Start, SealCommitPhase2, a waiting Await).
+	StatusInCallback Status = C.CUZK_STATUS_IN_CALLBACK
 )
 
-var statusNames = map[Status]string{
-	StatusOK: "OK", StatusInvalidArgument: "INVALID_ARGUMENT", StatusInvalidInput: "INVALID_INPUT",
-	StatusUnsupported: "UNSUPPORTED", StatusParams: "PARAMS", StatusProving: "PROVING",
-	StatusVerifyFailed: "VERIFY_FAILED", StatusCancelled: "CANCELLED", StatusTimeout: "TIMEOUT",
-	StatusNotFound: "NOT_FOUND", StatusNotRunning: "NOT_RUNNING", StatusResourceExhausted: "RESOURCE_EXHAUSTED",
-	StatusPanic: "PANIC", StatusInternal: "INTERNAL", StatusAlreadyRunning: "ALREADY_RUNNING",
-}
-
+// String is the library's name of the status ("INVALID_INPUT", ...).
 func (s Status) String() string {
-	if n, ok := statusNames[s]; ok {
-		return n
+	name := C.GoString(C.cuzk_status_name(C.int32_t(s)))
+	if name == "UNKNOWN" {
+		return fmt.Sprintf("STATUS(%d)", int32(s))
 	}
-	return fmt.Sprintf("STATUS(%d)", int32(s))
+	return name
 }
 
 // Error is a failure reported by the library.
@@ -69,6 +71,7 @@ var (
 	ErrPanic             = &Error{Status: StatusPanic}
 	ErrInternal          = &Error{Status: StatusInternal}
 	ErrAlreadyRunning    = &Error{Status: StatusAlreadyRunning}
+	ErrInCallback        = &Error{Status: StatusInCallback}
 )
 
 // cancelledError is returned by Await when its context ends: it matches both the context's

@@ -22,8 +22,15 @@ var _ func(phase1Output []byte, sectorNum abi.SectorNumber, minerID abi.ActorID)
 //	ffi "github.com/cuzk-project/cuzk/go-bindings"
 //
 // and the call stays as it was.
+//
+// Here the C1 output is the test fixture, sector 1 of miner 1000 (`make fixtures` writes it;
+// CUZK_TEST_C1 names another).
 func ExampleSealCommitPhase2() {
-	c1, err := os.ReadFile("commit-phase1-output.json")
+	path := os.Getenv("CUZK_TEST_C1")
+	if path == "" {
+		path = "/var/tmp/filecoin-proof-parameters/cuzk-fixtures/2KiB.c1.json"
+	}
+	c1, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -33,5 +40,7 @@ func ExampleSealCommitPhase2() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("%d bytes\n", len(proof))
+	valid, err := cuzk.VerifySeal(c1, abi.SectorNumber(1), cuzk.ProverID(abi.ActorID(1000)), proof)
+	fmt.Printf("%d bytes, valid: %v, error: %v\n", len(proof), valid, err)
+	// Output: 192 bytes, valid: true, error: <nil>
 }

@@ -9,41 +9,41 @@ import "C"
 import (
 	"fmt"
 	"os"
-	"runtime/cgo"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// EventKind is the kind of a timeline event; the numbers match cuzk.h.
+// EventKind is the kind of a timeline event; the numbers come from cuzk.h.
 type EventKind uint32
 
 // Event kinds.
 const (
-	JobQueued    EventKind = 0
-	SynthStart   EventKind = 1
-	SynthEnd     EventKind = 2
-	ChanSend     EventKind = 3
-	GPUPickup    EventKind = 4
-	GPUStart     EventKind = 5
-	GPUEnd       EventKind = 6
-	JobDone      EventKind = 7
-	JobFailedEv  EventKind = 8
-	JobCancelled EventKind = 9
+	JobQueued    EventKind = C.CUZK_EVENT_KIND_JOB_QUEUED
+	SynthStart   EventKind = C.CUZK_EVENT_KIND_SYNTH_START
+	SynthEnd     EventKind = C.CUZK_EVENT_KIND_SYNTH_END
+	ChanSend     EventKind = C.CUZK_EVENT_KIND_CHAN_SEND
+	GPUPickup    EventKind = C.CUZK_EVENT_KIND_GPU_PICKUP
+	GPUStart     EventKind = C.CUZK_EVENT_KIND_GPU_START
+	GPUEnd       EventKind = C.CUZK_EVENT_KIND_GPU_END
+	JobDone      EventKind = C.CUZK_EVENT_KIND_JOB_DONE
+	JobFailedEv  EventKind = C.CUZK_EVENT_KIND_JOB_FAILED
+	JobCancelled EventKind = C.CUZK_EVENT_KIND_JOB_CANCELLED
 )
 
-var kindNames = [...]string{"JOB_QUEUED", "SYNTH_START", "SYNTH_END", "CHAN_SEND", "GPU_PICKUP",
-	"GPU_START", "GPU_END", "JOB_DONE", "JOB_FAILED", "JOB_CANCELLED"}
+var kindNames = map[EventKind]string{JobQueued: "JOB_QUEUED", SynthStart: "SYNTH_START",
+	SynthEnd: "SYNTH_END", ChanSend: "CHAN_SEND", GPUPickup: "GPU_PICKUP", GPUStart: "GPU_START",
+	GPUEnd: "GPU_END", JobDone: "JOB_DONE", JobFailedEv: "JOB_FAILED", JobCancelled: "JOB_CANCELLED"}
 
 func (k EventKind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
+	if n, ok := kindNames[k]; ok {
+		return n
 	}
 	return fmt.Sprintf("EVENT(%d)", uint32(k))
 }
 
 // NoPartition is the Partition of job-level events.
-const NoPartition = ^uint32(0)
+const NoPartition = uint32(C.CUZK_NO_PARTITION)
 
 // Event is one timeline event.
 type Event struct {
@@ -76,10 +76,20 @@ type sink struct {
 	fn func(Event)
 }
 
+// The callbacks by key. The library only holds the key (as its userdata), so an event that
+// arrives for a key no longer here is dropped instead of touching freed state.
+var (
+	sinksMu sync.RWMutex
+	sinks   = map[uintptr]*sink{}
+	nextKey uintptr
+)
+
 // deliver runs the Go callback with panic recovery. Called by the exported trampoline.
-func deliver(h uintptr, ev Event) {
-	s, ok := cgo.Handle(h).Value().(*sink)
-	if !ok {
+func deliver(key uintptr, ev Event) {
+	sinksMu.RLock()
+	s := sinks[key]
+	sinksMu.RUnlock()
+	if s == nil {
 		return
 	}
 	defer func() {
@@ -96,22 +106,34 @@ func deliver(h uintptr, ev Event) {
 }
 
 // OnTimeline registers f for the running engine's events and returns the func that
-// unregisters it. f runs on library worker threads, possibly concurrently; it must be quick
-// and must not call the engine. After the returned func returns, f is not running and is
-// never called again. The returned func may be called more than once.
+// unregisters it. f runs on the engine's timeline thread, one event at a time, in order; it
+// should return quickly. It may call Submit, Cancel, State, Status-like calls and the returned
+// unregister func (the usual "stop listening after my job's JobDone" works); Close, Start,
+// SealCommitPhase2 and a waiting Await return ErrInCallback there. When unregister returns,
+// f has seen every event recorded before the call (unless called from f itself) and is never
+// called again. The returned func may be called more than once, and after Close.
 func (e *Engine) OnTimeline(f func(Event)) (unregister func(), err error) {
-	h := cgo.NewHandle(&sink{fn: f})
+	sinksMu.Lock()
+	nextKey++
+	key := nextKey
+	sinks[key] = &sink{fn: f}
+	sinksMu.Unlock()
+	forget := func() {
+		sinksMu.Lock()
+		delete(sinks, key)
+		sinksMu.Unlock()
+	}
 	var id C.uint64_t
 	var cerr C.cuzk_error
-	if err := takeError(C.cuzkGoTimelineRegister(C.uintptr_t(h), &id, &cerr), &cerr); err != nil {
-		h.Delete()
+	if err := takeError(C.cuzkGoTimelineRegister(C.uintptr_t(key), &id, &cerr), &cerr); err != nil {
+		forget()
 		return nil, err
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			C.cuzk_timeline_unregister(id)
-			h.Delete()
+			forget()
 		})
 	}, nil
 }

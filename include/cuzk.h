@@ -29,6 +29,11 @@
 #define CUZK_PROOF_BYTES 192
 
 /**
+ * `partition` value of job-level timeline events (`UINT32_MAX`).
+ */
+#define CUZK_NO_PARTITION 4294967295
+
+/**
  * Status code of every fallible cuzk operation. The numbers are part of the C ABI
  * (`cuzk_status`): never renumber, only append.
  */
@@ -97,6 +102,11 @@ enum cuzk_status
    * The engine is already running with a different configuration.
    */
   CUZK_STATUS_ALREADY_RUNNING = 14,
+  /**
+   * Called from inside a timeline callback, where it would wait for the thread that runs
+   * the callback (engine start and shutdown, a waiting await, the blocking drop-in).
+   */
+  CUZK_STATUS_IN_CALLBACK = 15,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -163,20 +173,23 @@ typedef uint32_t cuzk_event_kind;
 #endif // __cplusplus
 
 /**
- * Engine configuration. Initialize with `cuzk_config_default`, then change fields.
+ * Engine configuration. Initialize with `cuzk_config_default`, then change fields. Fields are
+ * only ever appended: a caller built against an older header (a smaller `struct_size`) gets
+ * the defaults for the fields it does not know.
  */
 typedef struct cuzk_config {
   /**
-   * `sizeof(cuzk_config)`, set by `cuzk_config_default`; lets the struct grow.
+   * `sizeof(cuzk_config)`, set by `cuzk_config_default`.
    */
   uint32_t struct_size;
   /**
-   * Partitions synthesized at once; 0: automatic (one per core, 2 to 16).
+   * Partitions synthesized at once; 0: automatic (one per core, at least 2).
    */
   uint32_t synthesis_workers;
   /**
    * Synthesized partitions allowed to wait for a prover before synthesis pauses; 0:
-   * automatic (2 per prover device).
+   * automatic (two prover calls' worth: 2 for the CPU prover, 2 × GPUs × partitions per GPU
+   * call for the GPU prover).
    */
   uint32_t synthesis_lookahead;
   /**
@@ -185,23 +198,43 @@ typedef struct cuzk_config {
    */
   uint64_t memory_budget_bytes;
   /**
-   * Parameter directory (NUL-terminated, copied); NULL: `FIL_PROOFS_PARAMETER_CACHE`, else
-   * `/var/tmp/filecoin-proof-parameters`.
+   * Parameter directory (NUL-terminated bytes, any encoding, copied); NULL:
+   * `FIL_PROOFS_PARAMETER_CACHE`, else `/var/tmp/filecoin-proof-parameters`.
    */
   const char *params_dir;
   /**
-   * Verify every job's proofs before returning them (default true).
+   * Verify every job's proofs before returning them (default 1; 0 turns it off, never do
+   * that in production).
    */
-  bool self_check;
+  uint8_t self_check;
   /**
-   * Write `TIMELINE,...` lines to stderr (default: `CUZK_TIMELINE=1` in the environment).
+   * Write `TIMELINE,...` lines to stderr (default: 1 when `CUZK_TIMELINE=1` is set).
    */
-  bool timeline_stderr;
+  uint8_t timeline_stderr;
   /**
-   * Append `TIMELINE,...` lines to this file (NUL-terminated, copied); NULL: the path in
-   * `CUZK_TIMELINE` if it holds one, else none.
+   * Append `TIMELINE,...` lines to this file (NUL-terminated bytes, copied); NULL: the path
+   * in `CUZK_TIMELINE` if it holds one, else none.
    */
   const char *timeline_file;
+  /**
+   * Milliseconds a finished job's result waits for its `cuzk_await` before it is dropped;
+   * 0: `CUZK_JOB_RETENTION_S`, else 15 minutes (a cancelled job: at most a minute).
+   */
+  uint64_t job_retention_ms;
+  /**
+   * Largest C1 output accepted, bytes (larger: `CUZK_STATUS_INVALID_INPUT`); 0: 512 MiB.
+   */
+  uint64_t max_c1_bytes;
+  /**
+   * Milliseconds a device taken out of service after repeated faults waits before it is
+   * probed and put back; 0: `CUZK_DEVICE_COOLDOWN_S`, else 60 s.
+   */
+  uint64_t device_cooldown_ms;
+  /**
+   * Jobs queued or running at once (more: `CUZK_STATUS_RESOURCE_EXHAUSTED`); 0: 256.
+   */
+  uint32_t max_jobs;
+  uint32_t _reserved;
 } cuzk_config;
 
 /**
@@ -235,7 +268,8 @@ typedef struct cuzk_job_request {
 
 /**
  * An error: its status and a NUL-terminated UTF-8 message owned by the caller (free with
- * `cuzk_error_free`). Zeroed (`{0, NULL}`) means no error.
+ * `cuzk_error_free`). Zeroed (`{0, NULL}`) means no error. Pass it zeroed, or holding an
+ * earlier error from cuzk (whose message is then freed when it is overwritten).
  */
 typedef struct cuzk_error {
   cuzk_status status;
@@ -251,7 +285,7 @@ typedef struct cuzk_bytes {
 } cuzk_bytes;
 
 /**
- * A snapshot of the engine, from `cuzk_engine_status`.
+ * A snapshot of the engine, from `cuzk_engine_status`. Fields are only appended.
  */
 typedef struct cuzk_engine_report {
   /**
@@ -266,7 +300,13 @@ typedef struct cuzk_engine_report {
    * Devices proving a partition now.
    */
   uint32_t devices_busy;
-  uint32_t _reserved;
+  /**
+   * Devices out of service (by the operator or after faults).
+   */
+  uint32_t devices_out_of_service;
+  /**
+   * Jobs queued or running.
+   */
   uint64_t jobs_in_flight;
   /**
    * Partitions waiting for a synthesis worker.
@@ -285,6 +325,18 @@ typedef struct cuzk_engine_report {
   uint64_t jobs_failed;
   uint64_t jobs_cancelled;
   uint64_t params_resident;
+  /**
+   * Finished jobs whose result has not been collected by an await yet.
+   */
+  uint64_t jobs_retained;
+  /**
+   * Partitions a GPU failed on that the CPU proved instead.
+   */
+  uint64_t partitions_cpu_retried;
+  /**
+   * Timeline events dropped because callbacks fell behind.
+   */
+  uint64_t timeline_events_dropped;
 } cuzk_engine_report;
 
 /**
@@ -325,8 +377,15 @@ typedef struct cuzk_timeline_event {
 } cuzk_timeline_event;
 
 /**
- * Timeline callback: `userdata` first. Called from engine worker threads, possibly from
- * several at once; must not block and must not call back into cuzk's engine functions.
+ * Timeline callback: `userdata` first. Called by the engine's one timeline thread, one event
+ * at a time, in order; never by a worker, never with an engine lock held. It should return
+ * quickly (events queue up behind it; past about a million waiting, new ones are dropped and
+ * counted). From inside it a callback may call `cuzk_timeline_register`,
+ * `cuzk_timeline_unregister` (its own handle or another's: returns at once, and the callback
+ * is not called again), `cuzk_submit`, `cuzk_cancel`, `cuzk_poll`, `cuzk_await` with a zero
+ * timeout, `cuzk_engine_status`, `cuzk_engine_metrics`, `cuzk_device_set_enabled` and
+ * `cuzk_verify_seal`; `cuzk_engine_start`, `cuzk_engine_shutdown`, `cuzk_seal_commit_phase2`
+ * and a waiting `cuzk_await` answer `CUZK_STATUS_IN_CALLBACK`. It must not throw (C++).
  */
 typedef void (*cuzk_timeline_cb)(void *userdata, const struct cuzk_timeline_event *ev);
 
@@ -346,13 +405,17 @@ void cuzk_job_request_default(struct cuzk_job_request *out);
 
 /**
  * Starts the process-wide engine. `cfg` NULL means defaults. Starting again with the same
- * configuration is OK; with another, `CUZK_STATUS_ALREADY_RUNNING`.
+ * configuration is OK; with another, `CUZK_STATUS_ALREADY_RUNNING`. While an engine shuts
+ * down, waits for it to finish, then starts a new one.
  */
 cuzk_status cuzk_engine_start(const struct cuzk_config *cfg, struct cuzk_error *err_out);
 
 /**
- * Shuts the engine down: queued jobs end with `CUZK_STATUS_NOT_RUNNING`, running partitions
- * finish, threads are joined. Idempotent; blocks until the workers have stopped.
+ * Shuts the engine down and blocks until its threads have stopped: every unfinished job ends
+ * with `CUZK_STATUS_NOT_RUNNING` (blocked awaits return), queued partitions are dropped,
+ * synthesis in progress is abandoned, partitions on a GPU finish their call, the timeline
+ * delivers what it holds, and parameters are released. Idempotent; a concurrent second call
+ * blocks until the first is done. `CUZK_STATUS_IN_CALLBACK` from a timeline callback.
  */
 cuzk_status cuzk_engine_shutdown(void);
 
@@ -360,7 +423,7 @@ cuzk_status cuzk_engine_shutdown(void);
  * Drop-in for filecoin-ffi's `seal_commit_phase2`: proves a C1 output for `sector_id` and the
  * 32-byte `prover_id`, blocking until done, and writes `partitions × 192` proof bytes to
  * `*proof_out`. The proof has passed the self-check unless the engine was started with
- * `self_check = false`. Starts the engine with defaults if it is not running.
+ * `self_check = 0`. Starts the engine with defaults if it is not running.
  */
 cuzk_status cuzk_seal_commit_phase2(const uint8_t *c1_ptr,
                                     size_t c1_len,
@@ -370,17 +433,21 @@ cuzk_status cuzk_seal_commit_phase2(const uint8_t *c1_ptr,
                                     struct cuzk_error *err_out);
 
 /**
- * Validates a job and queues it; writes its id to `*job_id_out`. Validation errors (bad JSON,
- * wrong shape, prover id / sector id not matching the C1 output) are returned here.
+ * Validates a job and queues it; writes its id (unique for the life of the process) to
+ * `*job_id_out`. Validation errors (bad JSON, wrong shape, prover id / sector id not matching
+ * the C1 output, a C1 output above `max_c1_bytes`) are returned here;
+ * `CUZK_STATUS_RESOURCE_EXHAUSTED` when `max_jobs` jobs are already queued or running.
  */
 cuzk_status cuzk_submit(const struct cuzk_job_request *req,
                         uint64_t *job_id_out,
                         struct cuzk_error *err_out);
 
 /**
- * Waits for a job up to `timeout_ms` (negative: forever). On success writes the proof bytes.
- * `CUZK_STATUS_TIMEOUT` leaves the job running (await again); any other result ends the job
- * (a later await answers `CUZK_STATUS_NOT_FOUND`).
+ * Waits for a job up to `timeout_ms` (negative: forever; 0: just look). On success writes the
+ * proof bytes. `CUZK_STATUS_TIMEOUT` leaves the job running (await again); any other result
+ * ends the job (a later await answers `CUZK_STATUS_NOT_FOUND`). A result nobody awaits is
+ * dropped after the retention period (`job_retention_ms`). From a timeline callback only a
+ * zero timeout is allowed.
  */
 cuzk_status cuzk_await(uint64_t job_id,
                        int64_t timeout_ms,
@@ -388,33 +455,34 @@ cuzk_status cuzk_await(uint64_t job_id,
                        struct cuzk_error *err_out);
 
 /**
- * Cancels a job: its queued partitions are dropped, running ones abandoned, its memory freed;
- * a pending or later await answers `CUZK_STATUS_CANCELLED`. No effect on a finished job.
+ * Cancels a job: its queued partitions are dropped and their memory given back at once,
+ * running ones abandoned; a pending or later await answers `CUZK_STATUS_CANCELLED` (for up to
+ * a minute). No effect on a finished job.
  */
 cuzk_status cuzk_cancel(uint64_t job_id, struct cuzk_error *err_out);
 
 /**
  * Takes prover device `device` out of service (`enabled` false) or puts it back, by its index
  * in the engine's device list (`cuzk_engine_metrics`, JSON `devices`). Partitions being proved
- * finish; later ones go to the other devices, or to the CPU when no GPU is left.
+ * finish; later ones go to the other devices, or to the CPU when no GPU is left. A device
+ * taken out here stays out until put back here; one taken out after repeated faults is probed
+ * and put back by the engine after a cool-down.
  * `CUZK_STATUS_INVALID_ARGUMENT` for an unknown index, `CUZK_STATUS_UNSUPPORTED` for a device
  * that cannot leave service (the CPU prover), `CUZK_STATUS_NOT_RUNNING` without an engine.
  */
 cuzk_status cuzk_device_set_enabled(uint32_t device, bool enabled, struct cuzk_error *err_out);
 
 /**
- * Writes the state of a job without waiting, as a `cuzk_job_state` value. `CUZK_STATUS_NOT_FOUND` for unknown or already
- * awaited ids.
+ * Writes the state of a job without waiting, as a `cuzk_job_state` value.
+ * `CUZK_STATUS_NOT_FOUND` for unknown or already awaited ids.
  */
-cuzk_status cuzk_poll(uint64_t job_id,
-                      int32_t *state_out,
-                      struct cuzk_error *err_out);
+cuzk_status cuzk_poll(uint64_t job_id, int32_t *state_out, struct cuzk_error *err_out);
 
 /**
  * Verifies `proof` for a C1 output's sector with filecoin-proofs' own `verify_seal` (the
  * verifier Lotus and Curio use), reading the `.vk` from `FIL_PROOFS_PARAMETER_CACHE`. Writes
- * whether it is valid to `*valid_out`; a malformed proof is `false`, not an error. Needs no
- * running engine.
+ * whether it is valid to `*valid_out` (1 or 0); a malformed proof is invalid, not an error.
+ * Needs no running engine.
  */
 cuzk_status cuzk_verify_seal(const uint8_t *c1_ptr,
                              size_t c1_len,
@@ -440,8 +508,10 @@ cuzk_status cuzk_engine_metrics(uint32_t format,
                                 struct cuzk_error *err_out);
 
 /**
- * Registers a timeline callback on the running engine; writes a handle for
- * `cuzk_timeline_unregister`. `cb` and `userdata` must stay valid until unregistered.
+ * Registers a timeline callback on the running engine; writes a handle (unique for the life
+ * of the process) for `cuzk_timeline_unregister`. The callback sees every event recorded after
+ * this returns. `cb` and `userdata` must stay valid until `cuzk_timeline_unregister` returns
+ * (or the engine's shutdown has returned). See `cuzk_timeline_cb` for what it may call.
  */
 cuzk_status cuzk_timeline_register(cuzk_timeline_cb cb,
                                    void *userdata,
@@ -449,8 +519,11 @@ cuzk_status cuzk_timeline_register(cuzk_timeline_cb cb,
                                    struct cuzk_error *err_out);
 
 /**
- * Unregisters a timeline callback. When this returns, the callback is not running and will
- * never be called again. Unknown handles (or no engine) are not an error.
+ * Unregisters a timeline callback. From outside a callback: the events recorded before the
+ * call are delivered first, and when it returns the callback is not running and will never be
+ * called again, so its userdata may be freed; this holds during a shutdown too. From inside a
+ * callback: returns at once, and the callback is not called again after the running call
+ * returns. Unknown handles (or no engine) are not an error.
  */
 cuzk_status cuzk_timeline_unregister(uint64_t handle);
 

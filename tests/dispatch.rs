@@ -16,6 +16,7 @@ use cuzk::{
     engine::{Config, Engine, JobRequest},
     params::Srs,
     prover::{cpu::CpuProver, ProverBackend, ProvingAssignment, StageTimes},
+    timeline::EventKind,
     FixtureShape, Status,
 };
 
@@ -186,4 +187,397 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
         Status::InvalidArgument
     );
     engine.shutdown().unwrap();
+}
+
+/// What one simulated GPU call does, by call number (from 1).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Call {
+    /// Wait at the gate, then answer with dummy proofs.
+    Gated,
+    /// A device fault for every partition of the call.
+    Fault,
+    /// Dummy proofs (they fail the self-check, which these engines turn off or ignore).
+    Dummy,
+}
+
+/// One simulated GPU taking batches of up to `width`, scripted per call; holds a resident
+/// parameter copy in the budget the way the GPU backend does.
+struct SimOne {
+    width: usize,
+    script: Vec<Call>,
+    /// What calls past the script do.
+    then: Call,
+    gate: Arc<common::Gate>,
+    calls: Arc<Mutex<Vec<(Call, usize)>>>,
+    enabled: AtomicBool,
+    /// Answers of `probe`, in turn (then Ok).
+    probes: Arc<Mutex<Vec<bool>>>,
+    resident: Mutex<Option<cuzk::budget::Reservation>>,
+}
+
+impl SimOne {
+    fn new(width: usize, script: Vec<Call>, then: Call) -> Self {
+        SimOne {
+            width,
+            script,
+            then,
+            gate: Arc::default(),
+            calls: Arc::default(),
+            enabled: AtomicBool::new(true),
+            probes: Arc::default(),
+            resident: Mutex::default(),
+        }
+    }
+}
+
+impl ProverBackend for SimOne {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+    fn is_gpu(&self) -> bool {
+        true
+    }
+    fn max_batch(&self) -> usize {
+        if self.enabled.load(Ordering::SeqCst) {
+            self.width
+        } else {
+            0
+        }
+    }
+    fn set_enabled(&self, _: usize, on: bool) -> bool {
+        self.enabled.store(on, Ordering::SeqCst);
+        true
+    }
+    fn probe(&self, _: usize) -> cuzk::Result<()> {
+        let mut p = self.probes.lock().unwrap();
+        if !p.is_empty() && !p.remove(0) {
+            return Err(cuzk::Error::proving("sim: probe failed"));
+        }
+        Ok(())
+    }
+    fn prepare(&self, srs: &Srs) -> cuzk::Result<()> {
+        let mut r = self.resident.lock().unwrap();
+        if r.is_none() {
+            *r = Some(
+                srs.budget()
+                    .try_acquire_resident(srs.file_len)
+                    .ok_or_else(|| {
+                        cuzk::Error::new(Status::ResourceExhausted, "sim: parameters do not fit")
+                    })?,
+            );
+        }
+        Ok(())
+    }
+    fn release(&self) {
+        self.resident.lock().unwrap().take();
+    }
+    fn prove(
+        &self,
+        asg: &mut Option<ProvingAssignment>,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> cuzk::Result<Proof<Bls12>> {
+        cuzk::prover::prove_one_as_batch(self, asg, srs, r, s, times)
+    }
+    fn prove_batch(
+        &self,
+        asgs: &mut [Option<ProvingAssignment>],
+        _: &Srs,
+        _: &[Fr],
+        _: &[Fr],
+        _: &mut [StageTimes],
+    ) -> Vec<(usize, cuzk::Result<Proof<Bls12>>)> {
+        let n = {
+            let mut c = self.calls.lock().unwrap();
+            let what = self.script.get(c.len()).copied().unwrap_or(self.then);
+            c.push((what, asgs.len()));
+            what
+        };
+        if n == Call::Gated {
+            self.gate.wait();
+        }
+        (0..asgs.len())
+            .map(|i| {
+                let res = match n {
+                    Call::Fault => Err(cuzk::Error::proving("sim: injected device fault")),
+                    _ => {
+                        asgs[i].take();
+                        Ok(common::dummy_proof())
+                    }
+                };
+                (0, res)
+            })
+            .collect()
+    }
+}
+
+fn request(
+    spec: &common::tools::fixture::FixtureSpec,
+    c1: &[u8],
+    shape: FixtureShape,
+) -> JobRequest {
+    JobRequest {
+        c1: c1.to_vec(),
+        sector_id: spec.sector_id,
+        prover_id: spec.prover_id(),
+        priority: 0,
+        fixture: shape,
+    }
+}
+
+#[test]
+fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
+    let p2 = FixtureShape {
+        partitions: 2,
+        layers: 0,
+    };
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let (spec2, _, c1_p2) = common::fixture(p2);
+    let sim = SimOne::new(2, vec![Call::Gated, Call::Fault], Call::Dummy);
+    let (gate, calls) = (sim.gate.clone(), sim.calls.clone());
+    let engine = Arc::new(
+        Engine::start_with_backends(
+            Config {
+                params_dir: common::params_dir(),
+                synthesis_workers: 2,
+                synthesis_lookahead: 4,
+                ..Config::default()
+            },
+            vec![Box::new(sim)],
+        )
+        .unwrap(),
+    );
+    let events: Arc<Mutex<Vec<cuzk::timeline::Event>>> = Arc::default();
+    let ev = events.clone();
+    engine.add_timeline_sink(Arc::new(move |e| ev.lock().unwrap().push(e.clone())));
+    let e = engine.clone();
+    let (a, b) = common::within(900, "a batched GPU fault", move || {
+        let _opens = common::Opens(gate.clone());
+        // W holds the GPU (at the gate) while A's two partitions queue up behind it.
+        let w = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
+        common::wait_until(120, "W on the GPU", || e.status().proving == 1);
+        let a = e.submit(request(&spec2, &c1_p2, p2)).unwrap();
+        common::wait_until(120, "A synthesized", || e.status().prover_queue == 2);
+        gate.open();
+        // Call 2 is [A0, A1] and fails: both go to the CPU. B is proved on the GPU meanwhile.
+        common::wait_until(60, "the failed call", || e.status().cpu_retry_queue > 0);
+        let b = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
+        let out = e.await_job(a, None).unwrap();
+        assert!(out.verified);
+        assert!(
+            out.partitions.iter().all(|p| p.cpu_retry),
+            "{:?}",
+            out.partitions
+        );
+        assert!(cuzk::porep::verify::verify_seal(
+            &c1_p2,
+            spec2.prover_id(),
+            spec2.sector_id,
+            &out.proof
+        )
+        .unwrap());
+        // W and B got dummy proofs: their self-check fails, as it must.
+        for j in [w, b] {
+            assert_eq!(
+                e.await_job(j, None).unwrap_err().status,
+                Status::VerifyFailed
+            );
+        }
+        (a, b)
+    });
+    assert_eq!(
+        calls.lock().unwrap()[1],
+        (Call::Fault, 2),
+        "{:?}",
+        calls.lock().unwrap()
+    );
+    let st = engine.status();
+    assert!(
+        st.devices[0].enabled,
+        "one failed call must not take the device out"
+    );
+    assert_eq!(st.devices[0].failed_calls, 1);
+    assert_eq!(
+        st.devices[0].consecutive_failures, 0,
+        "B's call succeeded after it"
+    );
+    assert_eq!(st.cpu_retries, 2);
+    engine.shutdown().unwrap();
+    // The GPU did not wait for the CPU: B's call started before A's retries ended.
+    let evs = events.lock().unwrap();
+    let b_start = evs
+        .iter()
+        .find(|e| e.job == b && e.kind == EventKind::GpuStart)
+        .expect("B on the GPU")
+        .t_us;
+    let a_end = evs
+        .iter()
+        .filter(|e| e.job == a && e.kind == EventKind::GpuEnd && e.detail == "cpu")
+        .map(|e| e.t_us)
+        .max()
+        .expect("A's retries");
+    assert!(
+        b_start < a_end,
+        "the GPU waited for the CPU retries ({b_start} >= {a_end})"
+    );
+}
+
+#[test]
+fn a_device_out_for_faults_comes_back_after_a_passed_probe_and_an_operators_stays_out() {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let sim = SimOne::new(1, vec![Call::Fault; 3], Call::Dummy);
+    // The first probe fails, the second passes.
+    *sim.probes.lock().unwrap() = vec![false, true];
+    let calls = sim.calls.clone();
+    let probes = sim.probes.clone();
+    let engine = Arc::new(
+        Engine::start_with_fallback(
+            Config {
+                params_dir: common::params_dir(),
+                self_check: false,
+                synthesis_workers: 2,
+                device_cooldown: std::time::Duration::from_millis(300),
+                ..Config::default()
+            },
+            vec![Box::new(sim)],
+            Box::new(common::Stub::default()),
+        )
+        .unwrap(),
+    );
+    let e = engine.clone();
+    common::within(600, "faults, probes, re-admission", move || {
+        let prove = || {
+            e.prove(request(&spec, &c1, FixtureShape::default()))
+                .unwrap()
+        };
+        for n in 1..=3 {
+            let out = prove();
+            assert!(out.partitions[0].cpu_retry);
+            let dv = &e.status().devices[0];
+            assert_eq!(dv.consecutive_failures, n);
+            assert_eq!(dv.enabled, n < 3, "{dv:?}");
+        }
+        let dv = e.status().devices[0].clone();
+        assert_eq!(dv.out_of_service, Some(cuzk::engine::OutOfService::Faults));
+        assert!(dv.probe_in_ms.is_some());
+        // Out of service: the CPU proves until a probe passes. The first probe (after the
+        // cool-down) fails, the second (after the doubled one) passes.
+        let mut on_cpu = 0;
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(350));
+            let out = prove();
+            if !out.partitions[0].cpu_retry {
+                break;
+            }
+            on_cpu += 1;
+            assert!(on_cpu < 20, "the device never came back");
+        }
+        assert!(
+            on_cpu >= 1,
+            "a job between the failed and the passed probe goes to the CPU"
+        );
+        assert!(probes.lock().unwrap().is_empty(), "both probes ran");
+        let dv = e.status().devices[0].clone();
+        assert!(dv.enabled && dv.readmissions == 1, "{dv:?}");
+        // Taken out by the operator: never probed, stays out.
+        e.set_device_enabled(0, false).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert!(prove().partitions[0].cpu_retry);
+        let dv = e.status().devices[0].clone();
+        assert_eq!(
+            dv.out_of_service,
+            Some(cuzk::engine::OutOfService::Operator)
+        );
+        assert_eq!(dv.probe_in_ms, None);
+        e.set_device_enabled(0, true).unwrap();
+        assert!(!prove().partitions[0].cpu_retry);
+    });
+    // The GPU saw 3 faulted calls, the call after the re-admission and the last one.
+    assert_eq!(
+        calls.lock().unwrap().len(),
+        5,
+        "{:?}",
+        calls.lock().unwrap()
+    );
+    engine.shutdown().unwrap();
+    assert_eq!(engine.status().memory_reserved, 0);
+}
+
+/// A CPU retry needs the parameters in host memory. When they do not fit now, it waits for
+/// other partitions to give memory back; when they could never fit, the job fails with
+/// RESOURCE_EXHAUSTED at once, saying why.
+#[test]
+fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
+    let (spec, rep, c1) = common::fixture(FixtureShape::default());
+    let file = std::fs::metadata(&rep.params_path).unwrap().len();
+    // One partition's reservation (what the engine computes from the parameters).
+    let size = cuzk::params::check_file(&rep.params_path).unwrap().size();
+    let part = size.working_bytes();
+    // Fits: room for the GPU copy and three partitions (W, X, Y), but not for the host copy
+    // beside X and Y; once Y is proved it fits. Never: the GPU copy, X and the host copy
+    // alone are over the budget.
+    assert!(
+        file + 3 * part < 2 * file + 2 * part,
+        "fixture sizes changed"
+    );
+    let fits_budget = (file + 3 * part).max(2 * file + part) + (16 << 20);
+    for (budget, fits) in [(fits_budget, true), (2 * file + part - (16 << 20), false)] {
+        let sim = SimOne::new(1, vec![Call::Gated, Call::Fault], Call::Dummy);
+        let gate = sim.gate.clone();
+        let engine = Arc::new(
+            Engine::start_with_fallback(
+                Config {
+                    params_dir: common::params_dir(),
+                    self_check: false,
+                    synthesis_workers: 2,
+                    memory_budget: budget,
+                    ..Config::default()
+                },
+                vec![Box::new(sim)],
+                Box::new(common::Stub::default()),
+            )
+            .unwrap(),
+        );
+        let e = engine.clone();
+        let (spec, c1) = (spec.clone(), c1.clone());
+        common::within(600, "a CPU retry short of memory", move || {
+            let _opens = common::Opens(gate.clone());
+            // W at the gate; X and Y synthesized behind it: the GPU copy, X and Y fill the
+            // budget, so X's retry cannot load the host copy until Y is proved.
+            let w = e
+                .submit(request(&spec, &c1, FixtureShape::default()))
+                .unwrap();
+            common::wait_until(120, "W on the GPU", || e.status().proving == 1);
+            let x = e
+                .submit(request(&spec, &c1, FixtureShape::default()))
+                .unwrap();
+            let y = e
+                .submit(request(&spec, &c1, FixtureShape::default()))
+                .unwrap();
+            let ready = if fits { 2 } else { 1 };
+            common::wait_until(120, "X (and Y) synthesized", || {
+                e.status().prover_queue == ready
+            });
+            gate.open();
+            assert!(e.await_job(w, None).is_ok());
+            let rx = e.await_job(x, None);
+            assert!(e.await_job(y, None).is_ok());
+            if fits {
+                let out = rx.unwrap();
+                assert!(out.partitions[0].cpu_retry);
+            } else {
+                let err = rx.unwrap_err();
+                assert_eq!(err.status, Status::ResourceExhausted, "{err}");
+                assert!(err.message.contains("cannot fit"), "{err}");
+            }
+        });
+        assert!(engine.status().memory_peak <= budget);
+        engine.shutdown().unwrap();
+    }
 }

@@ -180,3 +180,79 @@ fn start_compares_every_setting() {
     assert_eq!(err.status, Status::AlreadyRunning);
     engine::shutdown_global().unwrap();
 }
+
+#[test]
+fn oversized_deep_and_out_of_range_inputs_are_clear_errors() {
+    let _t = turn();
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    engine::start_global(Config {
+        params_dir: common::params_dir(),
+        ..Config::default()
+    })
+    .unwrap();
+    let mut err = no_error();
+    let mut id = 0u64;
+    let submit = |bytes: &[u8], len: usize, err: &mut cuzk_error, id: &mut u64| {
+        let mut r = request(bytes, spec.sector_id, spec.prover_id());
+        r.c1_len = len;
+        ffi::cuzk_submit(&r, id, err)
+    };
+    let message = |err: &cuzk_error| {
+        // SAFETY: set by cuzk on failure.
+        unsafe { std::ffi::CStr::from_ptr(err.message) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    // c1_len = SIZE_MAX: refused before anything reads the buffer.
+    assert_eq!(
+        submit(&c1, usize::MAX, &mut err, &mut id),
+        Status::InvalidArgument
+    );
+    assert!(message(&err).contains("PTRDIFF_MAX"), "{}", message(&err));
+    // 1 GiB: refused by size, before it is copied or parsed.
+    let big = vec![b' '; 1 << 30];
+    let t = Instant::now();
+    assert_eq!(
+        submit(&big, big.len(), &mut err, &mut id),
+        Status::InvalidInput
+    );
+    assert!(message(&err).contains("max_c1_bytes"), "{}", message(&err));
+    assert!(
+        t.elapsed().as_secs() < 5,
+        "a 1 GiB input took {:?}",
+        t.elapsed()
+    );
+    drop(big);
+    // 10,000-deep nesting: a parse error, not a stack overflow.
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    assert_eq!(
+        submit(deep.as_bytes(), deep.len(), &mut err, &mut id),
+        Status::InvalidInput
+    );
+    let deep = format!(
+        "{{\"SectorNum\":1,\"Phase1Out\":\"{}\",\"SectorSize\":2048}}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            "{\"a\":".repeat(10_000)
+        )
+    );
+    assert_eq!(
+        submit(deep.as_bytes(), deep.len(), &mut err, &mut id),
+        Status::InvalidInput
+    );
+    // SectorNum beyond 2^63 (lotus-bench's field is an int64).
+    let env = format!(
+        "{{\"SectorNum\":{},\"Phase1Out\":\"{}\",\"SectorSize\":2048}}",
+        1u64 << 63,
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &c1)
+    );
+    assert_eq!(
+        submit(env.as_bytes(), env.len(), &mut err, &mut id),
+        Status::InvalidInput
+    );
+    assert!(message(&err).contains("SectorNum"), "{}", message(&err));
+    // The same error struct was reused without freeing: cuzk freed each message it replaced
+    // (LeakSanitizer checks this in the C tests).
+    ffi::cuzk_error_free(&mut err);
+    engine::shutdown_global().unwrap();
+}

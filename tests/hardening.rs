@@ -15,57 +15,14 @@ use std::{
     time::Duration,
 };
 
-use bellperson::groth16::Proof;
-use blstrs::{Bls12, Scalar as Fr};
-use common::{dummy_proof, wait_until, within, Gate};
+use blstrs::Bls12;
+use common::{wait_until, within, Gate, Stub};
 use cuzk::{
     engine::{Config, Engine, JobRequest},
-    params::Srs,
     porep::FixtureShape,
-    prover::{ProverBackend, ProvingAssignment, StageTimes},
     timeline::{Event, EventKind},
     Status,
 };
-
-/// Proves instantly with [`dummy_proof`]; optionally waits at a gate or panics first.
-#[derive(Default)]
-struct Stub {
-    gate: Option<Arc<Gate>>,
-    /// Calls that panic before the stub starts answering.
-    panics: AtomicUsize,
-    calls: AtomicUsize,
-}
-
-impl ProverBackend for Stub {
-    fn name(&self) -> &'static str {
-        "stub"
-    }
-    fn prepare(&self, _: &Srs) -> cuzk::Result<()> {
-        Ok(())
-    }
-    fn prove(
-        &self,
-        asg: &mut Option<ProvingAssignment>,
-        _: &Srs,
-        _: Fr,
-        _: Fr,
-        _: &mut StageTimes,
-    ) -> cuzk::Result<Proof<Bls12>> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        if let Some(g) = &self.gate {
-            g.wait();
-        }
-        if self
-            .panics
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
-        {
-            panic!("injected prover panic");
-        }
-        asg.take();
-        Ok(dummy_proof())
-    }
-}
 
 fn stub_engine(stub: Stub) -> Arc<Engine> {
     Arc::new(
@@ -278,13 +235,7 @@ fn a_cancelled_job_gives_its_memory_back_at_once() {
         "cancel of a synthesized job while the prover is busy",
         move || {
             // Whatever happens, the prover is let go (the engine's drop waits for it).
-            struct Opens(Arc<Gate>);
-            impl Drop for Opens {
-                fn drop(&mut self) {
-                    self.0.open()
-                }
-            }
-            let _opens = Opens(g2.clone());
+            let _opens = common::Opens(g2.clone());
             // Job A holds the prover (at the gate); job B is synthesized and waits for it.
             let a = e2.submit(req.clone()).unwrap();
             wait_until(120, "job A on the prover", || e2.status().proving == 1);
@@ -421,4 +372,208 @@ fn a_truncated_params_file_is_a_params_error_at_every_section_boundary() {
         .err()
         .expect("a .params file with trailing bytes was accepted");
     assert_eq!(err.status, Status::Params, "{err}");
+}
+
+fn engine_with(stub: Stub, cfg: Config) -> Arc<Engine> {
+    Arc::new(
+        Engine::start_with_backends(
+            Config {
+                params_dir: common::params_dir(),
+                self_check: false,
+                synthesis_workers: 2,
+                ..cfg
+            },
+            vec![Box::new(stub)],
+        )
+        .unwrap(),
+    )
+}
+
+#[test]
+fn ten_thousand_cancelled_jobs_nobody_awaits_drain() {
+    let (req, _) = real_2kib();
+    let e = engine_with(
+        Stub::default(),
+        Config {
+            job_retention: Duration::from_millis(50),
+            ..Config::default()
+        },
+    );
+    let e2 = e.clone();
+    within(900, "10,000 submit + cancel", move || {
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..5_000 {
+                        let id = e2.submit(req.clone()).unwrap();
+                        e2.cancel(id).unwrap();
+                    }
+                });
+            }
+        });
+        common::wait_until(60, "the job table to drain", || {
+            let st = e2.status();
+            st.jobs_in_flight == 0 && st.jobs_retained == 0 && st.memory_reserved == 0
+        });
+        let st = e2.status();
+        assert_eq!(st.cancelled, 10_000);
+        assert_eq!((st.synthesis_queue, st.prover_queue), (0, 0));
+        e2.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn queued_jobs_and_c1_size_are_bounded_with_clear_errors() {
+    let (req, _) = real_2kib();
+    let gate = Arc::new(Gate::default());
+    let e = engine_with(
+        Stub {
+            gate: Some(gate.clone()),
+            ..Stub::default()
+        },
+        Config {
+            max_jobs: 2,
+            max_c1_bytes: req.c1.len() - 1,
+            ..Config::default()
+        },
+    );
+    let err = e.submit(req.clone()).unwrap_err();
+    assert_eq!(err.status, Status::InvalidInput, "{err}");
+    assert!(err.message.contains("max_c1_bytes"), "{err}");
+    drop(e);
+    let e = engine_with(
+        Stub {
+            gate: Some(gate.clone()),
+            ..Stub::default()
+        },
+        Config {
+            max_jobs: 2,
+            ..Config::default()
+        },
+    );
+    let e2 = e.clone();
+    within(300, "jobs beyond max_jobs", move || {
+        let a = e2.submit(req.clone()).unwrap();
+        let b = e2.submit(req.clone()).unwrap();
+        let err = e2.submit(req.clone()).unwrap_err();
+        assert_eq!(err.status, Status::ResourceExhausted, "{err}");
+        assert!(err.message.contains("max_jobs"), "{err}");
+        // A finished job makes room.
+        e2.cancel(b).unwrap();
+        let c = e2.submit(req).unwrap();
+        gate.open();
+        assert!(e2.await_job(a, None).is_ok());
+        assert!(e2.await_job(c, None).is_ok());
+        e2.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn shutdown_with_work_in_every_stage_returns_every_waiter_and_all_memory() {
+    let (req, _) = real_2kib();
+    let gate = Arc::new(Gate::default());
+    let e = engine_with(
+        Stub {
+            gate: Some(gate.clone()),
+            ..Stub::default()
+        },
+        Config {
+            synthesis_workers: 1,
+            synthesis_lookahead: 1,
+            ..Config::default()
+        },
+    );
+    let e2 = e.clone();
+    within(300, "shutdown with work everywhere", move || {
+        let _opens = common::Opens(gate.clone());
+        // A on the prover, B synthesized and waiting, three more queued.
+        let a = e2.submit(req.clone()).unwrap();
+        wait_until(120, "A on the prover", || e2.status().proving == 1);
+        let b = e2.submit(req.clone()).unwrap();
+        wait_until(120, "B synthesized", || e2.status().prover_queue == 1);
+        let rest: Vec<u64> = (0..3).map(|_| e2.submit(req.clone()).unwrap()).collect();
+        let ids: Vec<u64> = [a, b].into_iter().chain(rest).collect();
+        let waiters: Vec<_> = ids
+            .iter()
+            .map(|&id| {
+                let e = e2.clone();
+                std::thread::spawn(move || e.await_job(id, None))
+            })
+            .collect();
+        let e3 = e2.clone();
+        let shutdown = std::thread::spawn(move || e3.shutdown());
+        wait_until(60, "shutdown to begin", || !e2.is_running());
+        // Every waiter returns even while A's call is still running.
+        for w in waiters {
+            let err = w.join().unwrap().unwrap_err();
+            assert_eq!(err.status, Status::NotRunning, "{err}");
+        }
+        gate.open();
+        shutdown.join().unwrap().unwrap();
+        let st = e2.status();
+        assert!(!st.running);
+        assert_eq!(st.memory_reserved, 0, "memory left reserved after shutdown");
+        assert_eq!(e2.submit(req).unwrap_err().status, Status::NotRunning);
+        // A second shutdown returns at once.
+        e2.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn a_failed_parameter_check_is_remembered_until_the_file_changes() {
+    let (id, params, vk) = params_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join(params.file_name().unwrap());
+    std::fs::copy(&vk, dir.path().join(vk.file_name().unwrap())).unwrap();
+    std::fs::copy(&params, &target).unwrap();
+    let len = std::fs::metadata(&target).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&target)
+        .unwrap()
+        .set_len(len - 96)
+        .unwrap();
+    let budget = cuzk::budget::Budget::new(u64::MAX / 2);
+    let cache = cuzk::params::SrsCache::new(dir.path().to_path_buf());
+    for _ in 0..3 {
+        assert_eq!(
+            cache.get(&id, &budget).err().unwrap().status,
+            Status::Params
+        );
+    }
+    assert_eq!(
+        cache.checks(),
+        1,
+        "a failed check must not be repeated for every job"
+    );
+    // Fetched again: checked again, and accepted.
+    std::fs::copy(&params, &target).unwrap();
+    let srs = cache.get(&id, &budget).unwrap();
+    assert_eq!(cache.checks(), 2);
+    assert_eq!(srs.size.inputs, srs.vk.ic.len());
+}
+
+#[test]
+fn setup_never_overwrites_a_verifying_key_or_makes_production_parameters() {
+    use common::tools::fixture;
+    let dir = tempfile::tempdir().unwrap();
+    let proof = fixture::v1_1_proof(2048).unwrap();
+    let id = cuzk::porep::params_id_for(proof, FixtureShape::default()).unwrap();
+    let vk = cuzk::params::vk_path(dir.path(), &id);
+    std::fs::write(&vk, b"a verifying key someone put here").unwrap();
+    let err = fixture::ensure_params(proof, FixtureShape::default(), dir.path(), 1).unwrap_err();
+    assert_eq!(err.status, Status::Params, "{err}");
+    assert!(err.message.contains("refusing"), "{err}");
+    assert_eq!(
+        std::fs::read(&vk).unwrap(),
+        b"a verifying key someone put here"
+    );
+    let err = fixture::ensure_params(
+        fixture::v1_1_proof(32 << 30).unwrap(),
+        FixtureShape::default(),
+        dir.path(),
+        1,
+    )
+    .unwrap_err();
+    assert_eq!(err.status, Status::Unsupported, "{err}");
 }

@@ -113,17 +113,8 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
     for (i, (job, k, _, _)) in metas.iter().enumerate() {
         let slot = base + if use_gpu { backend.device_for(i, n) } else { 0 };
         let name = if use_gpu { backend.name() } else { "cpu" };
-        inner.timeline.emit(
-            EventKind::GpuPickup,
-            job.id,
-            *k as u32,
-            slot as u32,
-            0,
-            name,
-        );
-        inner
-            .timeline
-            .emit(EventKind::GpuStart, job.id, *k as u32, slot as u32, 0, name);
+        emit(inner, EventKind::GpuPickup, job, *k, slot, 0.0, name);
+        emit(inner, EventKind::GpuStart, job, *k, slot, 0.0, name);
         inner.devices.lock()[slot].current = Some((job.id, *k));
         guessed.push(slot);
     }
@@ -184,14 +175,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
         match result {
             Ok(proof) => {
                 let name = inner.devices.lock()[slot].name.clone();
-                inner.timeline.emit(
-                    EventKind::GpuEnd,
-                    job.id,
-                    k as u32,
-                    slot as u32,
-                    prove_ms as u64,
-                    &name,
-                );
+                emit(inner, EventKind::GpuEnd, &job, k, slot, prove_ms, &name);
                 drop(reservation);
                 complete(inner, &job, k, &srs, proof, report);
             }
@@ -205,12 +189,13 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
                     e.message
                 );
                 if use_gpu {
-                    inner.timeline.emit(
+                    emit(
+                        inner,
                         EventKind::GpuEnd,
-                        job.id,
-                        k as u32,
-                        slot as u32,
-                        prove_ms as u64,
+                        &job,
+                        k,
+                        slot,
+                        prove_ms,
                         "failed;retry=cpu",
                     );
                 }
@@ -245,19 +230,19 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
                 }
             }
             Err(e) => {
-                inner.timeline.emit(
-                    EventKind::GpuEnd,
-                    job.id,
-                    k as u32,
-                    slot as u32,
-                    prove_ms as u64,
-                    "failed",
-                );
+                emit(inner, EventKind::GpuEnd, &job, k, slot, prove_ms, "failed");
                 drop(reservation);
                 finish(inner, &job, Err(e));
             }
         }
     }
+}
+
+/// A partition event on a prover slot.
+fn emit(inner: &Inner, kind: EventKind, job: &Job, k: usize, slot: usize, ms: f64, detail: &str) {
+    inner
+        .timeline
+        .emit(kind, job.id, k as u32, slot as u32, ms as u64, detail);
 }
 
 /// Takes a finished job's partitions out of the retry queue (their memory goes back now).
@@ -306,15 +291,7 @@ fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
     // synthesis; partitions waiting here cannot give theirs back meanwhile.
     srs.params_waiting(
         || inner.retry_held.load(Ordering::Acquire),
-        || {
-            if job.stopped() {
-                Some(Error::new(Status::Cancelled, "stopped"))
-            } else if !inner.running.load(Ordering::Acquire) {
-                Some(Error::new(Status::NotRunning, "the engine was shut down"))
-            } else {
-                None
-            }
-        },
+        || inner.give_up(&job),
     )
     .map_err(|e| {
         Error::new(
@@ -328,25 +305,19 @@ fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
     if job.stopped() {
         return Ok(());
     }
-    inner.timeline.emit(
-        EventKind::GpuStart,
-        job.id,
-        k as u32,
-        slot as u32,
-        0,
-        "cpu-retry",
-    );
+    emit(inner, EventKind::GpuStart, &job, k, slot, 0.0, "cpu-retry");
     let mut stages = StageTimes::default();
     let mut asg = Some(assignment);
     let proof = inner.fallback.prove(&mut asg, &srs, r, s, &mut stages);
     drop(asg);
     let prove_ms = ms(pickup.elapsed());
-    inner.timeline.emit(
+    emit(
+        inner,
         EventKind::GpuEnd,
-        job.id,
-        k as u32,
-        slot as u32,
-        prove_ms as u64,
+        &job,
+        k,
+        slot,
+        prove_ms,
         if proof.is_ok() { "cpu" } else { "failed" },
     );
     drop(reservation);

@@ -92,6 +92,19 @@ struct Inner {
     probes: Mutex<Vec<Probe>>,
 }
 
+impl Inner {
+    /// Why a wait on behalf of `job` should end (the job ended, the engine is stopping).
+    fn give_up(&self, job: &Job) -> Option<Error> {
+        if job.stopped() {
+            Some(Error::new(Status::Cancelled, "stopped"))
+        } else if !self.running.load(Ordering::Acquire) {
+            Some(not_running())
+        } else {
+            None
+        }
+    }
+}
+
 /// The engine. Dropping the last handle shuts it down.
 pub struct Engine {
     inner: Arc<Inner>,

@@ -86,15 +86,7 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
     let srs = inner.srs.get(circuits.params_id(), &inner.budget)?;
     prepare_backends(inner, &srs)?;
     let bytes = srs.size.working_bytes();
-    let stop = || {
-        if job.stopped() {
-            Some(Error::new(Status::Cancelled, "stopped"))
-        } else if !inner.running.load(Ordering::Acquire) {
-            Some(Error::new(Status::NotRunning, "the engine was shut down"))
-        } else {
-            None
-        }
-    };
+    let stop = || inner.give_up(job);
     let reservation =
         match inner
             .budget

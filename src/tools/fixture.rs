@@ -333,10 +333,29 @@ pub fn ensure_params(
     seed: u64,
 ) -> Result<(String, bool)> {
     let id = porep::params_id_for(proof, fixture)?;
-    if params_path(dir, &id).exists() && vk_path(dir, &id).exists() {
+    let shape = porep::shape_for(proof, fixture)?;
+    if !matches!(shape.sector_size, s if s == 2048 || s == 8 << 20 || s == 512 << 20) {
+        return Err(Error::unsupported(format!(
+            "random parameters are for test sector sizes only; production parameters for {proof:?} \
+             are fetched (paramfetch), never generated"
+        )));
+    }
+    let files = [
+        params_path(dir, &id),
+        vk_path(dir, &id),
+        dir.join(storage_proofs_core::parameter_cache::metadata_id(&id)),
+    ];
+    if files[0].exists() && files[1].exists() {
         return Ok((id, false));
     }
-    let shape = porep::shape_for(proof, fixture)?;
+    // A half set may be someone's (a production .vk beside a missing .params): never replace it.
+    if let Some(f) = files.iter().find(|f| f.exists()) {
+        return Err(Error::params(format!(
+            "refusing to overwrite {}: the parameter set {id} is incomplete; move the files away \
+             (or fetch the missing ones) and run setup again",
+            f.display()
+        )));
+    }
     let id = porep::with_tree_shape(
         shape.sector_size,
         || generate_tree::<SectorShape2KiB>(proof, &shape, dir, seed),

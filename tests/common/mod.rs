@@ -143,3 +143,76 @@ pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// A field of /proc/self/status in bytes (VmRSS, VmHWM).
+pub fn proc_status_bytes(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .expect("/proc/self/status")
+}
+
+/// Resets the process's peak RSS (VmHWM) to its current RSS.
+pub fn reset_peak_rss() {
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak RSS");
+}
+
+/// Opens the gate when dropped: a failing test must not leave a prover waiting at it (the
+/// engine's drop waits for its provers).
+pub struct Opens(pub std::sync::Arc<Gate>);
+
+impl Drop for Opens {
+    fn drop(&mut self) {
+        self.0.open()
+    }
+}
+
+/// Proves instantly with [`dummy_proof`]; optionally waits at a gate or panics first.
+#[derive(Default)]
+pub struct Stub {
+    pub gate: Option<std::sync::Arc<Gate>>,
+    /// Calls that panic before the stub starts answering.
+    pub panics: std::sync::atomic::AtomicUsize,
+    pub calls: std::sync::atomic::AtomicUsize,
+}
+
+impl cuzk::prover::ProverBackend for Stub {
+    fn name(&self) -> &'static str {
+        "stub"
+    }
+    fn prepare(&self, _: &cuzk::params::Srs) -> cuzk::Result<()> {
+        Ok(())
+    }
+    fn prove(
+        &self,
+        asg: &mut Option<cuzk::prover::ProvingAssignment>,
+        _: &cuzk::params::Srs,
+        _: blstrs::Scalar,
+        _: blstrs::Scalar,
+        _: &mut cuzk::prover::StageTimes,
+    ) -> cuzk::Result<bellperson::groth16::Proof<blstrs::Bls12>> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if let Some(g) = &self.gate {
+            g.wait();
+        }
+        if self
+            .panics
+            .fetch_update(
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+                |n| n.checked_sub(1),
+            )
+            .is_ok()
+        {
+            panic!("injected prover panic");
+        }
+        asg.take();
+        Ok(dummy_proof())
+    }
+}

@@ -290,7 +290,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
                         .unwrap_or(false);
                 times.push(ProofTimes {
                     index: i,
-                    job: 0,
+                    job: out.job,
                     wall_ms,
                     queue_ms: out
                         .partitions
@@ -335,10 +335,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         );
     }
     println!();
-    print!(
-        "{}",
-        analysis::report(&an).split("\n\n").nth(2).unwrap_or("")
-    );
+    print!("{}", analysis::devices_and_gaps(&an));
     println!(
         "cuzk: {} proofs in {:.1} s = {:.2} proofs/min; peak RSS {} MiB; memory reserved peak {} MiB of {} MiB budget",
         times.len(),

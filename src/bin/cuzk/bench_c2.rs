@@ -28,6 +28,8 @@ pub fn c2(args: C2Args) -> Result<ExitCode, Error> {
 
 #[derive(serde::Serialize, Default, Clone)]
 struct Sample {
+    /// The provers the child ran on (`cpu`, `cuda:0`, ...; `filecoin-proofs` for the baseline).
+    prover: String,
     wall_ms: f64,
     peak_rss: u64,
 }
@@ -40,6 +42,7 @@ fn parse_result(stdout: &str) -> Option<Sample> {
             .map(str::to_owned)
     };
     Some(Sample {
+        prover: field("prover")?,
         wall_ms: field("wall_ms")?.parse().ok()?,
         peak_rss: field("peak_rss")?.parse().ok()?,
     })
@@ -113,8 +116,11 @@ fn bench_c2(job: &JobArgs, runs: usize, json: Option<PathBuf>) -> Result<ExitCod
         b / 1e3,
         peak(&theirs) >> 20
     );
+    let mut provers: Vec<&str> = ours.iter().map(|s| s.prover.as_str()).collect();
+    provers.dedup();
     println!(
-        "| cuzk (CPU backend) | {:.1} | {} |",
+        "| cuzk ({}) | {:.1} | {} |",
+        provers.join(", "),
         a / 1e3,
         peak(&ours) >> 20
     );
@@ -125,4 +131,20 @@ fn bench_c2(job: &JobArgs, runs: usize, json: Option<PathBuf>) -> Result<ExitCod
             .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", j.display())))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_result;
+
+    #[test]
+    fn the_result_line_names_the_prover_it_ran_on() {
+        let out = "noise\nRESULT cuzk prover=cuda:0 wall_ms=12.5 peak_rss=1024 proof_bytes=192\n";
+        let s = parse_result(out).unwrap();
+        assert_eq!(
+            (s.prover.as_str(), s.wall_ms, s.peak_rss),
+            ("cuda:0", 12.5, 1024)
+        );
+        assert!(parse_result("RESULT cuzk wall_ms=1 peak_rss=1").is_none());
+    }
 }

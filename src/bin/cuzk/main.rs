@@ -126,9 +126,9 @@ pub fn peak_rss() -> u64 {
 }
 
 /// The machine-readable line `prove` and `baseline` end with.
-pub fn print_result_line(what: &str, wall_ms: f64, proof_len: usize) {
+pub fn print_result_line(what: &str, prover: &str, wall_ms: f64, proof_len: usize) {
     println!(
-        "RESULT {what} wall_ms={wall_ms:.1} peak_rss={} proof_bytes={proof_len}",
+        "RESULT {what} prover={prover} wall_ms={wall_ms:.1} peak_rss={} proof_bytes={proof_len}",
         peak_rss()
     );
 }

@@ -55,7 +55,13 @@ pub fn prove(args: ProveArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
     std::fs::write(&output, &out.proof)
         .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", output.display())))?;
     print_report(&out);
-    print_result_line("cuzk", out.wall_ms, out.proof.len());
+    let provers: Vec<String> = engine
+        .status()
+        .devices
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    print_result_line("cuzk", &provers.join("+"), out.wall_ms, out.proof.len());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -118,6 +124,6 @@ pub fn baseline(args: BaselineArgs) -> Result<ExitCode, Error> {
         std::fs::write(&o, &proof)
             .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", o.display())))?;
     }
-    print_result_line("filecoin-proofs", wall_ms, proof.len());
+    print_result_line("filecoin-proofs", "filecoin-proofs", wall_ms, proof.len());
     Ok(ExitCode::SUCCESS)
 }

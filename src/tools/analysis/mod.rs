@@ -12,7 +12,7 @@ mod svg;
 
 pub use model::{analyze, Analysis, DeviceStats, Gap, GapClass, PartitionSpan};
 pub use parse::{parse_any, parse_log};
-pub use report::{event_table, report};
+pub use report::{devices_and_gaps, event_table, report};
 pub use svg::{check_svg, waterfall_svg};
 
 /// Gaps shorter than this are hand-over noise: not listed, not drawn.

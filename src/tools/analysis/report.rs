@@ -56,6 +56,13 @@ pub fn report(a: &Analysis) -> String {
         ));
     }
     s.push('\n');
+    s.push_str(&devices_and_gaps(a));
+    s
+}
+
+/// The devices' busy time, the idle gaps and synthesis concurrency (the summary's last part).
+pub fn devices_and_gaps(a: &Analysis) -> String {
+    let mut s = String::new();
     for d in &a.devices {
         s.push_str(&format!(
             "device {}: {} partitions, busy {:.1} s = {:.1}% of the run, {:.1}% in steady state\n",

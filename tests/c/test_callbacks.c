@@ -1,0 +1,222 @@
+/*
+ * Timeline callbacks through the C ABI, the way a C host uses them, under a watchdog (alarm:
+ * a hang kills the test): a callback that unregisters itself, one that cancels its job, one
+ * that calls what it must not (and gets CUZK_STATUS_IN_CALLBACK), unregistering while a job
+ * runs and while the engine shuts down, each time freeing the userdata at once (built with
+ * AddressSanitizer, a late callback is a use-after-free). Also a parameter directory that is
+ * not UTF-8.
+ *
+ * Environment as for test_ffi.c (CUZK_TEST_C1, CUZK_TEST_SECTOR, CUZK_TEST_MINER,
+ * CUZK_TEST_PARAMS).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static struct fixture fx;
+static cuzk_config cfg;
+
+static cuzk_job_request request(void) {
+  cuzk_job_request req;
+  cuzk_job_request_default(&req);
+  req.c1_ptr = fx.c1;
+  req.c1_len = fx.c1_len;
+  req.sector_id = fx.sector;
+  memcpy(req.prover_id, fx.prover, 32);
+  return req;
+}
+
+static uint64_t submit(void) {
+  cuzk_job_request req = request();
+  uint64_t job = 0;
+  cuzk_error err = {0};
+  expect(cuzk_submit(&req, &job, &err), CUZK_STATUS_OK, &err, "submit");
+  return job;
+}
+
+static void start(void) {
+  cuzk_error err = {0};
+  expect(cuzk_engine_start(&cfg, &err), CUZK_STATUS_OK, &err, "start");
+}
+
+/* --- a callback that unregisters itself on its first event ------------------------------- */
+
+struct self_unreg {
+  uint64_t handle;
+  atomic_int calls;
+};
+
+static void on_self_unreg(void *ud, const cuzk_timeline_event *ev) {
+  (void)ev;
+  struct self_unreg *s = ud;
+  atomic_fetch_add(&s->calls, 1);
+  CHECK(cuzk_timeline_unregister(s->handle) == CUZK_STATUS_OK, "unregister from its callback");
+}
+
+static void self_unregister(void) {
+  struct self_unreg *s = calloc(1, sizeof *s);
+  cuzk_error err = {0};
+  expect(cuzk_timeline_register(on_self_unreg, s, &s->handle, &err), CUZK_STATUS_OK, &err, "register");
+  for (int i = 0; i < 3; i++) {
+    uint64_t job = submit();
+    expect(cuzk_cancel(job, &err), CUZK_STATUS_OK, &err, "cancel");
+    cuzk_bytes proof = {0};
+    expect(cuzk_await(job, -1, &proof, &err), CUZK_STATUS_CANCELLED, &err, "await");
+  }
+  /* Another callback, unregistered from outside, flushes what was recorded before it. */
+  struct self_unreg *other = calloc(1, sizeof *other);
+  uint64_t h = 0;
+  expect(cuzk_timeline_register(on_self_unreg, other, &h, &err), CUZK_STATUS_OK, &err, "register");
+  other->handle = 0; /* this one unregisters a stale handle: not an error */
+  CHECK(cuzk_timeline_unregister(h) == CUZK_STATUS_OK, "unregister");
+  CHECK(atomic_load(&s->calls) == 1, "self-unregistered callback called %d times", atomic_load(&s->calls));
+  free(s);
+  free(other);
+}
+
+/* --- a callback that cancels the job it hears of, and calls what it must not ------------- */
+
+struct reentry {
+  atomic_int queued;
+  atomic_int checked;
+  int statuses[5];
+};
+
+static void on_reentry(void *ud, const cuzk_timeline_event *ev) {
+  struct reentry *r = ud;
+  if (ev->kind != CUZK_EVENT_KIND_JOB_QUEUED) return;
+  if (atomic_fetch_add(&r->queued, 1) == 0) {
+    cuzk_error err = {0};
+    cuzk_bytes proof = {0};
+    r->statuses[0] = cuzk_engine_shutdown();
+    r->statuses[1] = cuzk_engine_start(&cfg, &err);
+    cuzk_error_free(&err);
+    r->statuses[2] = cuzk_await(ev->job_id, 1000, &proof, &err);
+    cuzk_error_free(&err);
+    r->statuses[3] = cuzk_seal_commit_phase2(fx.c1, fx.c1_len, fx.sector, &fx.prover, &proof, &err);
+    cuzk_error_free(&err);
+    /* A zero-timeout await is a poll: allowed (the job is still running). */
+    r->statuses[4] = cuzk_await(ev->job_id, 0, &proof, &err);
+    cuzk_error_free(&err);
+    atomic_store(&r->checked, 1);
+  }
+  cuzk_error err = {0};
+  CHECK(cuzk_cancel(ev->job_id, &err) == CUZK_STATUS_OK, "cancel from a callback");
+  cuzk_error_free(&err);
+}
+
+static void reentry(void) {
+  struct reentry *r = calloc(1, sizeof *r);
+  cuzk_error err = {0};
+  uint64_t h = 0;
+  expect(cuzk_timeline_register(on_reentry, r, &h, &err), CUZK_STATUS_OK, &err, "register");
+  uint64_t job = submit();
+  cuzk_bytes proof = {0};
+  expect(cuzk_await(job, -1, &proof, &err), CUZK_STATUS_CANCELLED, &err, "await the job its callback cancelled");
+  CHECK(cuzk_timeline_unregister(h) == CUZK_STATUS_OK, "unregister");
+  CHECK(atomic_load(&r->checked) == 1, "the callback ran");
+  const char *what[] = {"shutdown", "start", "waiting await", "drop-in", "polling await"};
+  int want[] = {CUZK_STATUS_IN_CALLBACK, CUZK_STATUS_IN_CALLBACK, CUZK_STATUS_IN_CALLBACK,
+                CUZK_STATUS_IN_CALLBACK, CUZK_STATUS_TIMEOUT};
+  for (int i = 0; i < 5; i++)
+    CHECK(r->statuses[i] == want[i], "%s from a callback: %s, want %s", what[i],
+          cuzk_status_name(r->statuses[i]), cuzk_status_name(want[i]));
+  free(r);
+}
+
+/* --- unregister while work runs, and while the engine shuts down, freeing userdata -------- */
+
+struct watched {
+  atomic_int calls;
+  atomic_int synth_started;
+};
+
+static void on_watched(void *ud, const cuzk_timeline_event *ev) {
+  struct watched *w = ud; /* freed right after unregister: ASan reports any later call */
+  atomic_fetch_add(&w->calls, 1);
+  if (ev->kind == CUZK_EVENT_KIND_SYNTH_START) atomic_store(&w->synth_started, 1);
+}
+
+static void wait_for(atomic_int *flag) {
+  while (!atomic_load(flag)) usleep(1000);
+}
+
+static void unregister_while_a_job_runs(void) {
+  struct watched *w = calloc(1, sizeof *w);
+  cuzk_error err = {0};
+  uint64_t h = 0;
+  expect(cuzk_timeline_register(on_watched, w, &h, &err), CUZK_STATUS_OK, &err, "register");
+  uint64_t job = submit();
+  wait_for(&w->synth_started);
+  CHECK(cuzk_timeline_unregister(h) == CUZK_STATUS_OK, "unregister while synthesizing");
+  free(w);
+  /* The job goes on emitting events; none may reach the freed userdata. */
+  expect(cuzk_cancel(job, &err), CUZK_STATUS_OK, &err, "cancel");
+  cuzk_bytes proof = {0};
+  expect(cuzk_await(job, -1, &proof, &err), CUZK_STATUS_CANCELLED, &err, "await");
+}
+
+static void *shutdown_thread(void *arg) {
+  *(int *)arg = cuzk_engine_shutdown();
+  return NULL;
+}
+
+static void unregister_during_shutdown(void) {
+  struct watched *w = calloc(1, sizeof *w);
+  cuzk_error err = {0};
+  uint64_t h = 0;
+  expect(cuzk_timeline_register(on_watched, w, &h, &err), CUZK_STATUS_OK, &err, "register");
+  for (int i = 0; i < 3; i++) submit();
+  wait_for(&w->synth_started);
+  pthread_t t;
+  int st = -1, st2 = -1;
+  pthread_create(&t, NULL, shutdown_thread, &st);
+  /* Shutdown has begun once submissions are refused. */
+  cuzk_job_request req = request();
+  uint64_t job = 0;
+  while (cuzk_submit(&req, &job, &err) == CUZK_STATUS_OK) {
+  }
+  cuzk_error_free(&err);
+  CHECK(cuzk_timeline_unregister(h) == CUZK_STATUS_OK, "unregister during shutdown");
+  free(w);
+  /* A second shutdown blocks until the first is done. */
+  st2 = cuzk_engine_shutdown();
+  pthread_join(t, NULL);
+  CHECK(st == CUZK_STATUS_OK && st2 == CUZK_STATUS_OK, "shutdowns: %d %d", st, st2);
+  cuzk_engine_report rep;
+  expect(cuzk_engine_status(&rep, &err), CUZK_STATUS_NOT_RUNNING, &err, "no engine after shutdown");
+}
+
+int main(void) {
+  if (!load_fixture(&fx)) return 2;
+  alarm(600); /* watchdog: a hang ends the test */
+  cuzk_config_default(&cfg);
+  cuzk_error err = {0};
+
+  /* A parameter directory that is not UTF-8 is a path like any other. */
+  cfg.params_dir = "/nonexistent/cuzk-\xff\xfe-params";
+  expect(cuzk_engine_start(&cfg, &err), CUZK_STATUS_OK, &err, "start with a non-UTF-8 params_dir");
+  uint64_t job = submit();
+  cuzk_bytes proof = {0};
+  cuzk_status st = cuzk_await(job, -1, &proof, &err);
+  CHECK(st == CUZK_STATUS_PARAMS && err.message && strstr(err.message, "\xff") == NULL &&
+            strstr(err.message, "cuzk-"),
+        "missing parameters in a non-UTF-8 directory: %s %s", cuzk_status_name(st),
+        err.message ? err.message : "");
+  cuzk_error_free(&err);
+  CHECK(cuzk_engine_shutdown() == CUZK_STATUS_OK, "shutdown");
+
+  cfg.params_dir = getenv("CUZK_TEST_PARAMS");
+  start();
+  self_unregister();
+  reentry();
+  unregister_while_a_job_runs();
+  unregister_during_shutdown();
+
+  free(fx.c1);
+  printf("c-callbacks: %d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
