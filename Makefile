@@ -66,8 +66,8 @@ go-pc: build
 	@echo "wrote $(TARGET)/cuzk.pc (PKG_CONFIG_PATH=$(abspath $(TARGET)))"
 
 # Goroutines submitting at once in the Go concurrency test. Each 2KiB proof costs ~45 s of a
-# 2-core machine, so CI runs 8; `make test-go CUZK_GO_CONCURRENCY=50` runs the full 50.
-CUZK_GO_CONCURRENCY ?= 8
+# 2-core machine, so CI runs 4; `make test-go CUZK_GO_CONCURRENCY=50` runs the full 50.
+CUZK_GO_CONCURRENCY ?= 4
 GO ?= go
 
 test-go: build fixtures

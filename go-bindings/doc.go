@@ -24,10 +24,14 @@
 //
 // [Engine.OnTimeline] registers a func receiving the engine's events (job queued, synthesis
 // start/end, prover pickup/start/end, job done/failed/cancelled) for every partition. It is
-// called from Rust worker threads, possibly concurrently: it must be quick and must not call
-// the engine. A panic inside it is recovered and reported through [SetPanicHandler]; it never
-// reaches the host. The returned func unregisters it; once that returns, no further call is
-// made.
+// called from the engine's one timeline thread, one event at a time and in order, never from
+// a worker: it should be quick (events queue up behind it). It may call the engine: Submit,
+// Cancel, State, a zero-timeout poll, and the unregister func it was given (stopping after its
+// own job's JobDone works); Close, Start, SealCommitPhase2 and a waiting Await return
+// [ErrInCallback]. A panic inside it is recovered and reported through [SetPanicHandler]; it
+// never reaches the host. The returned func unregisters it: called outside the callback it
+// first delivers the events recorded before the call, and once it returns, the callback is
+// never called again (also while the engine shuts down).
 //
 // # Memory and threads
 //

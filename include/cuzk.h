@@ -5,10 +5,16 @@
  * CI regenerates this file and fails on any difference.
  *
  * Conventions, for every function below:
- *  - Thread safety: every function may be called from any thread, concurrently.
+ *  - Thread safety: every function may be called from any thread, concurrently. Timeline
+ *    callbacks run on the engine's timeline thread; see cuzk_timeline_cb for what they may
+ *    call (the rest answers CUZK_STATUS_IN_CALLBACK).
  *  - Inputs are borrowed for the duration of the call only; cuzk keeps no pointer to them.
  *  - Outputs are written only on success. On failure a function returns a non-zero
- *    cuzk_status and, when the caller passed a cuzk_error, writes the status and a message.
+ *    cuzk_status and, when the caller passed a cuzk_error, writes the status and a message
+ *    (the cuzk_error must be zeroed or hold an earlier error from cuzk, which is freed).
+ *  - Lengths above PTRDIFF_MAX are CUZK_STATUS_INVALID_ARGUMENT; flag fields are read as
+ *    integers (0 false, anything else true).
+ *  - Ids (jobs, timeline handles) are unique for the life of the process.
  *  - Ownership: memory returned in cuzk_bytes / cuzk_error belongs to the caller, who frees
  *    it exactly once with cuzk_bytes_free / cuzk_error_free (both zero the struct, accept
  *    NULL and zeroed structs, so a second free through the same struct is harmless).

@@ -4,7 +4,7 @@
 # scripts/build-baseline.sh as .dev/fp-supraseal and .dev/fp-ecgpu. Logs, JSON summaries,
 # timelines and waterfalls go to $OUT.
 #   scripts/device-bench.sh info | selftest | setup FIXTURE | bench NAME FIXTURE COUNT [ARGS...]
-#                           | calls NAME FIXTURE DEVICES WIDTHS
+#                           | calls NAME FIXTURE DEVICES WIDTHS | params-faults FIXTURE
 # FIXTURE: 2k (real 2KiB), p10 (10 partitions x 1 challenge), scaled (p10 with 11 layers:
 # the 32GiB-shaped scaled circuit). ARGS go to `cuzk bench batch` (e.g. -j 16 --gpu-batch 4
 # --baseline-bin fp-supraseal=.dev/fp-supraseal --baseline-jobs 1 --baseline-count 10).
@@ -62,5 +62,36 @@ case ${1:-} in
     rc=$?
     cat "$OUT/$name.out"; [[ $rc = 0 ]] || tail -3 "$OUT/$name.log"
     exit $rc ;;
+  params-faults)
+    # The fixture's .params truncated at every section boundary (one byte either side too),
+    # at 99%, with 7 bytes too many, and its .vk with gamma and delta swapped: `cuzk prove`
+    # must end with a PARAMS error (exit 1), never a crash, and never a proof.
+    fx=$2
+    stamp "params-faults $fx"
+    id=$($BIN setup --sector-size 2KiB $(shape "$fx") 2>/dev/null | sed -n 's/.*"params_id": "\(.*\)".*/\1/p')
+    src=$P/v28-$id.params vk=$P/v28-$id.vk
+    T=$(mktemp -d); cp "$vk" "$T/"; cp "$src" "$T/"
+    len=$(stat -c %s "$src")
+    cuts=$( { $BIN params sections "$src" | awk '{print $2-1; print $2; print $2+1}'; echo $((len / 100 * 99)); echo 100; } \
+      | sort -n | uniq | awk -v L="$len" '$1 < L' | sort -rn)
+    fail=0
+    prove() { $BIN prove --params-dir "$T" --c1 "$(c1 "$fx")" --sector-id 1 --miner-id 1000 $(shape "$fx") -o "$T/proof" > "$T/out" 2>&1; }
+    for c in $cuts; do
+      truncate -s "$c" "$T/v28-$id.params"
+      prove; rc=$?
+      if [[ $rc = 1 ]] && grep -q "PARAMS" "$T/out"; then echo "cut $c of $len: rc=1 PARAMS"; else echo "cut $c of $len: rc=$rc UNEXPECTED: $(tail -2 "$T/out")"; fail=1; fi
+    done
+    cp "$src" "$T/"; printf '\0\0\0\0\0\0\0' >> "$T/v28-$id.params"
+    prove; rc=$?; grep -q PARAMS "$T/out" && [[ $rc = 1 ]] && echo "7 trailing bytes: rc=1 PARAMS" || { echo "trailing bytes: rc=$rc UNEXPECTED"; fail=1; }
+    cp "$src" "$T/"
+    # vk: alpha_g1 96, beta_g1 96, beta_g2 192, gamma_g2 192 @384, delta_g1 96 @576, delta_g2 192 @672.
+    { head -c 384 "$vk"; tail -c +673 "$vk" | head -c 192; tail -c +577 "$vk" | head -c 96; \
+      tail -c +385 "$vk" | head -c 192; tail -c +865 "$vk"; } > "$T/v28-$id.vk"
+    prove; rc=$?; grep -q PARAMS "$T/out" && [[ $rc = 1 ]] && echo "swapped vk: rc=1 PARAMS: $(grep -o 'does not match[^;]*' "$T/out" | head -1)" || { echo "swapped vk: rc=$rc UNEXPECTED: $(tail -2 "$T/out")"; fail=1; }
+    cp "$vk" "$T/"
+    prove; rc=$?; echo "sound files: rc=$rc $(grep -E '^RESULT' "$T/out")"
+    $BIN verify --params-dir "$T" --c1 "$(c1 "$fx")" --sector-id 1 --miner-id 1000 $(shape "$fx") --proof "$T/proof" || fail=1
+    rm -rf "$T"
+    exit $fail ;;
   *) echo "usage: see the header" >&2; exit 2 ;;
 esac

@@ -8,6 +8,8 @@
 #                                   # removed mid-run, GPU call cost against width
 #   scripts/device-plan.sh scaled   # the 32GiB-shaped scaled fixture on nvidia-h200-x2: 1 and 2
 #                                   # GPUs, call cost, 1 GPU with 16 cores (parameters: 147 s)
+#   scripts/device-plan.sh h200-hardening # issue 11: damaged .params/.vk with the cuda build
+#                                   # (PARAMS, never a crash), then a verified stream
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
@@ -68,7 +70,14 @@ case ${1:-} in
     CUDA_VISIBLE_DEVICES=0 taskset -c 0-15 scripts/device-bench.sh bench scaled-1gpu-16c scaled 12 -j 4 \
       $SUPRA --baseline-jobs 1 --baseline-count 2; pack
     ;;
-  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled" >&2; exit 2 ;;
+  h200-hardening)
+    $D info
+    $D selftest 65536
+    $D setup p10
+    $D params-faults p10
+    $D bench p10-hardened p10 8 -j 4
+    ;;
+  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"

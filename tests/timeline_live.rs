@@ -1,6 +1,10 @@
 //! A live run on the 10-partition fixture: every partition's events arrive in a valid order,
 //! the analysis and SVG come out of them, a sink unregistered mid-run is never called again,
 //! and the TIMELINE log file parses back into the same analysis.
+//!
+//! The partitions are synthesized for real and "proved" by a stub that takes a few
+//! milliseconds (the timeline is what is tested; real multi-partition proofs, verified by
+//! filecoin-proofs, are `e2e_partitions`'s), which keeps ten CPU proofs out of the test run.
 
 mod common;
 
@@ -26,11 +30,18 @@ fn ten_partition_run_has_every_event_in_order() {
     let (spec, _, c1) = common::fixture(shape);
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("timeline.log");
-    let engine = Engine::start(Config {
-        params_dir: common::params_dir(),
-        timeline_file: Some(log.clone()),
-        ..Config::default()
-    })
+    let engine = Engine::start_with_backends(
+        Config {
+            params_dir: common::params_dir(),
+            timeline_file: Some(log.clone()),
+            self_check: false,
+            ..Config::default()
+        },
+        vec![Box::new(common::Stub {
+            delay: std::time::Duration::from_millis(30),
+            ..common::Stub::default()
+        })],
+    )
     .unwrap();
     let events: Arc<Mutex<Vec<Event>>> = Arc::default();
     let ev = events.clone();
@@ -78,10 +89,6 @@ fn ten_partition_run_has_every_event_in_order() {
         calls.load(Ordering::SeqCst),
         seen_at_unregister,
         "sink called after unregister"
-    );
-    assert!(
-        cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &out.proof)
-            .unwrap()
     );
 
     let evs = events.lock().unwrap().clone();

@@ -284,6 +284,12 @@ impl Engine {
         self.inner.running.load(Ordering::Acquire)
     }
 
+    /// Whether a shutdown has finished (threads joined, parameters released); false while one
+    /// is in progress.
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down.try_lock().is_some_and(|done| *done)
+    }
+
     /// Registers a timeline sink; it sees every event recorded after this returns. May be
     /// called from a sink.
     pub fn add_timeline_sink(&self, sink: Sink) -> u64 {

@@ -114,6 +114,26 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// Byte offsets where the sections end: the verifying key, then each of h, l, a, b_g1 and
+    /// b_g2 twice (after its length, after its points). The last is the file's length.
+    pub fn section_ends(&self) -> Vec<(&'static str, u64)> {
+        let mut pos = VK_FIXED + 4 + self.vk.ic.len() as u64 * G1;
+        let mut out = vec![("vk", pos)];
+        for (name, point, n) in [
+            ("h", G1, self.counts[0]),
+            ("l", G1, self.counts[1]),
+            ("a", G1, self.counts[2]),
+            ("b_g1", G1, self.counts[3]),
+            ("b_g2", G2, self.counts[4]),
+        ] {
+            pos += 4;
+            out.push((name, pos));
+            pos += n * point;
+            out.push((name, pos));
+        }
+        out
+    }
+
     /// The circuit size the parameters are for.
     pub fn size(&self) -> CircuitSize {
         CircuitSize {

@@ -11,8 +11,9 @@ use crate::error::{Error, Result};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Commit2In {
+    /// lotus-bench writes an int64; a sector number is an unsigned 64-bit value: read either.
     #[serde(rename = "SectorNum")]
-    sector_num: i64,
+    sector_num: i128,
     #[serde(rename = "Phase1Out")]
     phase1_out: String,
     #[serde(rename = "SectorSize")]
@@ -64,15 +65,15 @@ pub fn parse_c1(bytes: &[u8]) -> Result<ParsedC1> {
                 proof_name(&c1)
             )));
         }
-        if env.sector_num < 0 {
-            return Err(Error::invalid_input(format!(
-                "Commit2In.SectorNum is negative ({})",
+        let sector = u64::try_from(env.sector_num).map_err(|_| {
+            Error::invalid_input(format!(
+                "Commit2In.SectorNum {} is not a sector number (0 to 2^64-1)",
                 env.sector_num
-            )));
-        }
+            ))
+        })?;
         return Ok(ParsedC1 {
             c1,
-            envelope_sector: Some(env.sector_num as u64),
+            envelope_sector: Some(sector),
         });
     }
     Ok(ParsedC1 {

@@ -180,6 +180,8 @@ pub struct Stub {
     /// Calls that panic before the stub starts answering.
     pub panics: std::sync::atomic::AtomicUsize,
     pub calls: std::sync::atomic::AtomicUsize,
+    /// How long each proof takes.
+    pub delay: std::time::Duration,
 }
 
 impl cuzk::prover::ProverBackend for Stub {
@@ -201,6 +203,7 @@ impl cuzk::prover::ProverBackend for Stub {
         if let Some(g) = &self.gate {
             g.wait();
         }
+        std::thread::sleep(self.delay);
         if self
             .panics
             .fetch_update(

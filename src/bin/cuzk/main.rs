@@ -4,6 +4,7 @@
 mod bench_batch;
 mod bench_c2;
 mod bench_calls;
+mod params;
 mod prove;
 mod selftest;
 mod setup;
@@ -99,6 +100,9 @@ enum Cmd {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// Check parameter files.
+    #[command(subcommand)]
+    Params(params::ParamsCmd),
     Waterfall(waterfall::WaterfallArgs),
     Selftest(selftest::SelftestArgs),
     Demo(setup::DemoArgs),
@@ -198,6 +202,7 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
         Cmd::Demo(a) => setup::demo(a, params_dir),
         Cmd::Waterfall(a) => waterfall::waterfall(a),
         Cmd::Selftest(a) => selftest::selftest(a),
+        Cmd::Params(a) => params::params(a, params_dir),
         Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::batch(a, params_dir),
         Cmd::Bench(BenchCmd::Calls(a)) => bench_calls::calls(a, params_dir),
         Cmd::Bench(BenchCmd::C2(a)) => bench_c2::c2(a),
