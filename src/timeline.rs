@@ -356,15 +356,15 @@ fn deliver(shared: &Shared) {
                         continue;
                     }
                     IN_CALLBACK.with(|c| c.set(true));
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(&ev)));
+                    let r = crate::error::catch("timeline callback", crate::Status::Panic, || {
+                        sink(&ev);
+                        Ok(())
+                    });
                     IN_CALLBACK.with(|c| c.set(false));
-                    if let Err(p) = r {
+                    if let Err(e) = r {
                         if !*warned {
                             *warned = true;
-                            log::error!(
-                                "timeline callback {id} panicked (reported once): {}",
-                                crate::error::panic_message(p.as_ref())
-                            );
+                            log::error!("callback {id}: {} (reported once)", e.message);
                         }
                     }
                 }
