@@ -23,23 +23,14 @@ static void on_event(void *userdata, const cuzk_timeline_event *ev) {
 
 int main(int argc, char **argv) {
   int full = argc > 1 && strcmp(argv[1], "full") == 0;
-  const char *c1_path = getenv("CUZK_TEST_C1");
-  const char *sector_s = getenv("CUZK_TEST_SECTOR");
-  const char *miner_s = getenv("CUZK_TEST_MINER");
-  if (!c1_path || !sector_s || !miner_s) {
-    fprintf(stderr, "set CUZK_TEST_C1, CUZK_TEST_SECTOR, CUZK_TEST_MINER\n");
-    return 2;
-  }
-  size_t c1_len = 0;
-  unsigned char *c1 = read_file(c1_path, &c1_len);
-  if (!c1) {
-    fprintf(stderr, "cannot read %s\n", c1_path);
-    return 2;
-  }
-  uint64_t sector = strtoull(sector_s, NULL, 10);
+  struct fixture f;
+  if (!load_fixture(&f)) return 2;
+  unsigned char *c1 = f.c1;
+  size_t c1_len = f.c1_len;
+  uint64_t sector = f.sector;
   uint8_t prover[32], wrong_prover[32];
-  prover_id_from_miner(strtoull(miner_s, NULL, 10), prover);
-  prover_id_from_miner(strtoull(miner_s, NULL, 10) + 1, wrong_prover);
+  memcpy(prover, f.prover, 32);
+  prover_id_from_miner(strtoull(getenv("CUZK_TEST_MINER"), NULL, 10) + 1, wrong_prover);
 
   cuzk_error err = {0};
   cuzk_bytes proof = {0};
