@@ -10,6 +10,8 @@
 //! | `CUZK_SYNTHESIS_NICE` | [`Config::synthesis_nice`] |
 //! | `CUZK_JOB_RETENTION_S` | [`Config::job_retention`] |
 //! | `CUZK_DEVICE_COOLDOWN_S` | [`Config::device_cooldown`] |
+//! | `CUZK_SYNTHESIS` | [`Config::synthesis`] (`full` or `pce`) |
+//! | `CUZK_PCE_DIR` | [`Config::pce_dir`] |
 //!
 //! A field left at its automatic value (0, empty, `None`) takes the variable, else the
 //! built-in default; a value set in the `Config` wins over the environment.
@@ -32,6 +34,16 @@ pub const DEFAULT_MAX_C1_BYTES: usize = 512 << 20;
 /// after each failed probe, up to [`MAX_DEVICE_COOLDOWN`].
 pub const DEFAULT_DEVICE_COOLDOWN: Duration = Duration::from_secs(60);
 pub const MAX_DEVICE_COOLDOWN: Duration = Duration::from_secs(30 * 60);
+
+/// How partitions are synthesized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SynthesisMode {
+    /// Every constraint evaluated by the circuit's own code (bellperson's way).
+    Full,
+    /// Pre-compiled: the circuit's R1CS recorded once, then per partition the witness only
+    /// and a sparse product (`crate::pce`); full synthesis while the recording is made.
+    Pce,
+}
 
 /// Engine configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +92,11 @@ pub struct Config {
     /// and, if the probe passes, put back (doubling after each failed probe, up to 30 min).
     /// Zero: `CUZK_DEVICE_COOLDOWN_S`, else 60 s.
     pub device_cooldown: Duration,
+    /// Synthesis path. None: `CUZK_SYNTHESIS` (`full` or `pce`), else pre-compiled.
+    pub synthesis: Option<SynthesisMode>,
+    /// Directory of the circuits' recordings (`*.cuzk-pce`). Empty: `CUZK_PCE_DIR`, else the
+    /// parameter directory.
+    pub pce_dir: PathBuf,
 }
 
 impl Default for Config {
@@ -107,6 +124,8 @@ impl Default for Config {
             max_jobs: 0,
             max_c1_bytes: 0,
             device_cooldown: Duration::ZERO,
+            synthesis: None,
+            pce_dir: PathBuf::new(),
         }
     }
 }
@@ -176,6 +195,22 @@ impl Config {
             self.device_cooldown =
                 env_secs("CUZK_DEVICE_COOLDOWN_S").unwrap_or(DEFAULT_DEVICE_COOLDOWN);
         }
+        if self.synthesis.is_none() {
+            self.synthesis = Some(match std::env::var("CUZK_SYNTHESIS").as_deref() {
+                Ok("full") => SynthesisMode::Full,
+                Ok("pce") | Err(_) => SynthesisMode::Pce,
+                Ok(v) => {
+                    log::warn!("ignoring CUZK_SYNTHESIS={v:?}: use full or pce");
+                    SynthesisMode::Pce
+                }
+            });
+        }
+        if self.pce_dir.as_os_str().is_empty() {
+            self.pce_dir = std::env::var_os("CUZK_PCE_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| self.params_dir.clone());
+        }
         self
     }
 
@@ -217,5 +252,12 @@ impl Config {
             && want.max_jobs == running.max_jobs
             && want.max_c1_bytes == running.max_c1_bytes
             && want.device_cooldown == running.device_cooldown
+            && want.synthesis == running.synthesis
+            && want.pce_dir == running.pce_dir
+    }
+
+    /// The synthesis path (of a resolved configuration).
+    pub fn synthesis_mode(&self) -> SynthesisMode {
+        self.synthesis.unwrap_or(SynthesisMode::Pce)
     }
 }

@@ -39,10 +39,12 @@ use std::{
 
 use parking_lot::Mutex;
 
+use crate::pce::PceCache;
+
 pub use self::{
     backends::select_backends,
     config::{
-        default_params_dir, Config, CANCELLED_RETENTION, DEFAULT_DEVICE_COOLDOWN,
+        default_params_dir, Config, SynthesisMode, CANCELLED_RETENTION, DEFAULT_DEVICE_COOLDOWN,
         DEFAULT_GPU_BATCH, DEFAULT_JOB_RETENTION, DEFAULT_MAX_C1_BYTES, DEFAULT_MAX_JOBS,
     },
     global::{global, global_or_default, shutdown_global, start_global},
@@ -71,6 +73,8 @@ struct Inner {
     cfg: Config,
     budget: Arc<Budget>,
     srs: SrsCache,
+    /// Recorded circuits for the pre-compiled synthesis path.
+    pce: Arc<PceCache>,
     jobs: JobTable,
     synth_q: PriorityQueue<SynthItem>,
     prove_q: PriorityQueue<ProveItem>,
@@ -173,8 +177,10 @@ impl Engine {
             }));
         }
         let timeline = Timeline::start(Instant::now(), "cuzk-timeline")?;
+        let budget = Budget::new(cfg.memory_budget);
         let inner = Arc::new(Inner {
-            budget: Budget::new(cfg.memory_budget),
+            pce: PceCache::new(cfg.pce_dir.clone(), budget.clone()),
+            budget,
             srs: SrsCache::new(cfg.params_dir.clone()),
             jobs: JobTable::new(cfg.job_retention, cfg.max_jobs),
             synth_q: PriorityQueue::default(),
@@ -313,7 +319,11 @@ impl Engine {
             .inner
             .srs
             .get(prepared.circuits.params_id(), &self.inner.budget)?;
-        prepare_backends(&self.inner, &srs)
+        prepare_backends(&self.inner, &srs)?;
+        if self.inner.cfg.synthesis_mode() == SynthesisMode::Pce {
+            synth::load_recording(&self.inner, &prepared.circuits, &srs);
+        }
+        Ok(())
     }
 
     /// INVALID_INPUT for a C1 output above the configured size (checked before it is copied).
@@ -470,6 +480,7 @@ impl Engine {
         }
         self.inner.fallback.release();
         self.inner.srs.clear();
+        self.inner.pce.shutdown();
         self.inner.prepared.lock().clear();
         *done = true;
         Ok(())

@@ -13,6 +13,8 @@ pub(super) struct Counters {
     pub(super) cpu_retries: AtomicU64,
     pub(super) synthesizing: AtomicU64,
     pub(super) proving: AtomicU64,
+    /// Partitions whose recording gave a wrong assignment (synthesized in full instead).
+    pub(super) pce_fallbacks: AtomicU64,
 }
 
 /// A snapshot of the engine's state.
@@ -48,6 +50,19 @@ pub struct EngineStatus {
     /// the file changes).
     pub params_checks: u64,
     pub resident_params: Vec<String>,
+    /// Recorded circuits in memory, and their bytes (part of `memory_reserved`).
+    pub pce_resident: usize,
+    pub pce_resident_bytes: u64,
+    /// Recordings being loaded or made now.
+    pub pce_working: usize,
+    /// Recordings loaded from disk, recorded, files rejected (truncated, corrupted, of
+    /// another circuit), recordings given up after a wrong assignment.
+    pub pce_loaded: u64,
+    pub pce_recorded: u64,
+    pub pce_rejected_files: u64,
+    pub pce_distrusted: u64,
+    /// Partitions synthesized in full after their recording gave a wrong assignment.
+    pub pce_fallbacks: u64,
     pub devices: Vec<DeviceStatus>,
 }
 
@@ -91,6 +106,30 @@ impl EngineStatus {
             "counter",
             "Partitions a GPU failed on, proved again on the CPU.",
             &one(self.cpu_retries as f64),
+        );
+        metric(
+            "cuzk_pce_recordings",
+            "gauge",
+            "Recorded circuits in memory.",
+            &one(self.pce_resident as f64),
+        );
+        metric(
+            "cuzk_pce_bytes",
+            "gauge",
+            "Bytes held by recorded circuits (part of the reserved memory).",
+            &one(self.pce_resident_bytes as f64),
+        );
+        metric(
+            "cuzk_pce_events_total",
+            "counter",
+            "Recordings loaded, recorded, files rejected, recordings distrusted, partitions synthesized in full after a wrong assignment.",
+            &[
+                ("{event=\"loaded\"}".into(), self.pce_loaded as f64),
+                ("{event=\"recorded\"}".into(), self.pce_recorded as f64),
+                ("{event=\"rejected_file\"}".into(), self.pce_rejected_files as f64),
+                ("{event=\"distrusted\"}".into(), self.pce_distrusted as f64),
+                ("{event=\"fallback\"}".into(), self.pce_fallbacks as f64),
+            ],
         );
         metric(
             "cuzk_jobs_retained",
@@ -204,6 +243,7 @@ impl Engine {
         let i = &self.inner;
         i.jobs.reap();
         let (jobs_in_flight, jobs_retained) = i.jobs.counts();
+        let pce = i.pce.stats();
         let mut devices = i.devices.lock().clone();
         for (d, at) in devices.iter_mut().zip(health::probe_in_ms(i)) {
             d.probe_in_ms = at;
@@ -226,6 +266,14 @@ impl Engine {
             cpu_retry_queue: i.retry_q.len(),
             timeline_events_dropped: i.timeline.dropped(),
             params_checks: i.srs.checks(),
+            pce_resident: pce.resident,
+            pce_working: pce.working,
+            pce_resident_bytes: pce.resident_bytes,
+            pce_loaded: pce.loaded,
+            pce_recorded: pce.recorded,
+            pce_rejected_files: pce.rejected_files,
+            pce_distrusted: pce.distrusted,
+            pce_fallbacks: i.counters.pce_fallbacks.load(Ordering::Relaxed),
             resident_params: i.srs.resident(),
             devices,
         }

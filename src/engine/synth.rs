@@ -7,6 +7,7 @@ use std::{
     time::Instant,
 };
 
+use super::SynthesisMode;
 use super::{
     dispatch::ProveItem,
     jobs::{finish, ms, Job},
@@ -16,8 +17,72 @@ use super::{
 use crate::{
     error::{catch, Error, Result, Status},
     params::Srs,
+    pce,
+    porep::SealCircuits,
+    prover::ProvingAssignment,
     timeline::EventKind,
 };
+
+/// Bytes per constraint a recording is budgeted while it is made (it takes ~46).
+const RECORDING_BYTES_PER_CONSTRAINT: u64 = 56;
+
+fn recording_estimate(srs: &Srs) -> u64 {
+    srs.size.constraints as u64 * RECORDING_BYTES_PER_CONSTRAINT
+}
+
+/// Loads (or records) the circuit's recording on this thread (preload).
+pub(super) fn load_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, srs: &Srs) {
+    let c = circuits.clone();
+    let _ = inner.pce.load_or_record(
+        circuits.params_id(),
+        (srs.size.inputs, srs.size.aux),
+        recording_estimate(srs),
+        move |abort| c.record(Some(abort)).map_err(|e| e.message),
+    );
+}
+
+/// Synthesizes partition `k`: through the circuit's recording where it is ready (starting one
+/// where it is not), else in full. A recording that gives a wrong assignment is given up and
+/// the partition synthesized in full. Returns the assignment and the path's name.
+fn synthesize_partition(
+    inner: &Inner,
+    circuits: &Arc<dyn SealCircuits>,
+    srs: &Srs,
+    job: &Job,
+    k: usize,
+) -> Result<(ProvingAssignment, &'static str)> {
+    let full = || {
+        circuits
+            .synthesize(k, Some(srs.size), Some(job.stop.clone()))
+            .map(|a| (a, "full"))
+    };
+    if inner.cfg.synthesis_mode() != SynthesisMode::Pce {
+        return full();
+    }
+    let id = circuits.params_id();
+    let Some(held) = inner.pce.get(id) else {
+        let c = circuits.clone();
+        inner.pce.start(
+            id,
+            (srs.size.inputs, srs.size.aux),
+            recording_estimate(srs),
+            move |abort| c.record(Some(abort)).map_err(|e| e.message),
+        );
+        return full();
+    };
+    let w = circuits.synthesize_witness(k, Some(held.rec.aux), Some(job.stop.clone()))?;
+    match pce::assignment(&held.rec, w, Some(srs.size)) {
+        Ok(a) => Ok((a, "pce")),
+        Err(e) => {
+            drop(held);
+            inner
+                .pce
+                .distrust(id, &format!("partition {k} of job {}: {e}", job.id));
+            inner.counters.pce_fallbacks.fetch_add(1, Ordering::Relaxed);
+            full().map(|(a, _)| (a, "full;pce-rejected"))
+        }
+    }
+}
 
 pub(super) struct SynthItem {
     pub(super) job: Arc<Job>,
@@ -101,10 +166,10 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
         .timeline
         .emit(EventKind::SynthStart, job.id, k as u32, w as u32, bytes, "");
     inner.counters.synthesizing.fetch_add(1, Ordering::Relaxed);
-    let synthesized = circuits.synthesize(k, Some(srs.size), Some(job.stop.clone()));
+    let synthesized = synthesize_partition(inner, &circuits, &srs, job, k);
     drop(circuits);
     inner.counters.synthesizing.fetch_sub(1, Ordering::Relaxed);
-    let assignment = match synthesized {
+    let (assignment, path) = match synthesized {
         Ok(a) => a,
         // Abandoned: the job ended while this partition was being synthesized.
         Err(_) if job.stopped() => {
@@ -129,7 +194,7 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
         k as u32,
         w as u32,
         synth_ms as u64,
-        "",
+        path,
     );
     {
         let mut st = job.state.lock();

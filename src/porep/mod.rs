@@ -34,6 +34,7 @@ use storage_proofs_porep::stacked::{
 use crate::{
     error::{catch, Error, Result, Status},
     params::CircuitSize,
+    pce::{Recording, RecordingCS, Witness, WitnessTarget},
     prover::ProvingAssignment,
 };
 
@@ -190,6 +191,16 @@ pub trait SealCircuits: Send + Sync {
         size: Option<CircuitSize>,
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<ProvingAssignment>;
+    /// The circuit's R1CS, recorded from its blank instance (no witness needed); gives up
+    /// soon after `abort` turns true.
+    fn record(&self, abort: Option<Arc<AtomicBool>>) -> Result<Recording>;
+    /// Partition `k`'s witness only (no constraint evaluated), for the pre-compiled path.
+    fn synthesize_witness(
+        &self,
+        k: usize,
+        aux_hint: Option<usize>,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<Witness>;
     /// Public inputs of partition `k`, derived from the job's prover id and sector id.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Reference assignment of partition `k` from bellperson's own `MetricCS` (constraints) and
@@ -253,6 +264,31 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
         catch("synthesis", Status::Proving, || {
             ProvingAssignment::synthesize_abortable(circuit, size, abort)
                 .map_err(|e| Error::proving(format!("synthesis of partition {k} failed: {e}")))
+        })
+    }
+
+    fn record(&self, abort: Option<Arc<AtomicBool>>) -> Result<Recording> {
+        let blank =
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(
+                &self.pub_params,
+            );
+        catch("recording", Status::Internal, || {
+            RecordingCS::record(blank, &self.params_id, abort)
+                .map_err(|e| Error::internal(format!("recording circuit {}: {e}", self.params_id)))
+        })
+    }
+
+    fn synthesize_witness(
+        &self,
+        k: usize,
+        aux_hint: Option<usize>,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<Witness> {
+        let circuit = self.circuit(k)?;
+        catch("witness synthesis", Status::Proving, || {
+            WitnessTarget::synthesize(circuit, aux_hint, abort).map_err(|e| {
+                Error::proving(format!("witness synthesis of partition {k} failed: {e}"))
+            })
         })
     }
 

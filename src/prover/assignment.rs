@@ -104,6 +104,31 @@ impl ProvingAssignment {
         Ok(pa)
     }
 
+    /// An assignment from its parts (the pre-compiled path builds them without synthesis).
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_parts(
+        a_aux_density: DensityTracker,
+        b_input_density: DensityTracker,
+        b_aux_density: DensityTracker,
+        a: Vec<Fr>,
+        b: Vec<Fr>,
+        c: Vec<Fr>,
+        input_assignment: Vec<Fr>,
+        aux_assignment: Vec<Fr>,
+    ) -> Self {
+        ProvingAssignment {
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            a,
+            b,
+            c,
+            input_assignment,
+            aux_assignment,
+            abort: None,
+        }
+    }
+
     /// Sizes of this assignment.
     pub fn size(&self) -> CircuitSize {
         CircuitSize {

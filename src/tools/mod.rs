@@ -9,3 +9,4 @@ pub mod analysis;
 pub mod calls;
 pub mod fixture;
 pub mod selftest;
+pub mod synth;

@@ -4,6 +4,7 @@
 mod bench_batch;
 mod bench_c2;
 mod bench_calls;
+mod bench_synth;
 mod params;
 mod prove;
 mod selftest;
@@ -112,6 +113,7 @@ enum Cmd {
 enum BenchCmd {
     Batch(bench_batch::BatchCmdArgs),
     Calls(bench_calls::CallsArgs),
+    Synth(bench_synth::SynthArgs),
     C2(bench_c2::C2Args),
 }
 
@@ -205,6 +207,7 @@ fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
         Cmd::Params(a) => params::params(a, params_dir),
         Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::batch(a, params_dir),
         Cmd::Bench(BenchCmd::Calls(a)) => bench_calls::calls(a, params_dir),
+        Cmd::Bench(BenchCmd::Synth(a)) => bench_synth::synth(a, params_dir),
         Cmd::Bench(BenchCmd::C2(a)) => bench_c2::c2(a),
     }
 }

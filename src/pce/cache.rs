@@ -1,0 +1,362 @@
+//! The engine's recordings, one per circuit: loaded from disk or recorded once (on a thread of
+//! their own, while partitions use full synthesis), charged to the memory budget as resident
+//! memory, evicted least recently used when another needs the room, and given up for good
+//! (file removed, full synthesis for that circuit) when one is caught being wrong.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant},
+};
+
+use parking_lot::Mutex;
+
+use super::{file, Recording};
+use crate::budget::{Budget, Reservation};
+
+/// How long a recording that did not fit the budget waits before it is tried again.
+const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// A recording in memory with the budget it holds (given back when the last user drops it).
+pub struct Held {
+    pub rec: Recording,
+    _reservation: Reservation,
+}
+
+/// Where a circuit's recording stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PceState {
+    /// Not asked for yet, or to be tried again.
+    Absent,
+    /// Being loaded or recorded.
+    Working,
+    Ready,
+    /// Not used for this circuit while the engine runs, with the reason.
+    Failed(String),
+}
+
+enum Slot {
+    Working,
+    Ready {
+        held: Arc<Held>,
+        last_use: Instant,
+    },
+    /// Did not fit the budget; tried again after [`RETRY_AFTER`].
+    NotNow(Instant),
+    Failed(String),
+}
+
+#[derive(Default)]
+struct Counters {
+    loaded: AtomicU64,
+    recorded: AtomicU64,
+    rejected_files: AtomicU64,
+    distrusted: AtomicU64,
+}
+
+pub struct PceCache {
+    dir: PathBuf,
+    budget: Arc<Budget>,
+    slots: Mutex<HashMap<String, Slot>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    abort: Arc<AtomicBool>,
+    counters: Counters,
+}
+
+/// What the engine's status shows of the cache.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PceStats {
+    /// Recordings being loaded or made now (their working memory is reserved meanwhile).
+    pub working: usize,
+    pub resident: usize,
+    pub resident_bytes: u64,
+    pub loaded: u64,
+    pub recorded: u64,
+    pub rejected_files: u64,
+    pub distrusted: u64,
+}
+
+impl PceCache {
+    pub fn new(dir: PathBuf, budget: Arc<Budget>) -> Arc<Self> {
+        Arc::new(PceCache {
+            dir,
+            budget,
+            slots: Mutex::new(HashMap::new()),
+            threads: Mutex::new(Vec::new()),
+            abort: Arc::new(AtomicBool::new(false)),
+            counters: Counters::default(),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The recording of `id` where it is ready (and marks it used).
+    pub fn get(&self, id: &str) -> Option<Arc<Held>> {
+        match self.slots.lock().get_mut(id) {
+            Some(Slot::Ready { held, last_use }) => {
+                *last_use = Instant::now();
+                Some(held.clone())
+            }
+            _ => None,
+        }
+    }
+
+    pub fn state(&self, id: &str) -> PceState {
+        match self.slots.lock().get(id) {
+            None | Some(Slot::NotNow(_)) => PceState::Absent,
+            Some(Slot::Working) => PceState::Working,
+            Some(Slot::Ready { .. }) => PceState::Ready,
+            Some(Slot::Failed(e)) => PceState::Failed(e.clone()),
+        }
+    }
+
+    pub fn stats(&self) -> PceStats {
+        let slots = self.slots.lock();
+        let ready: Vec<u64> = slots
+            .values()
+            .filter_map(|s| match s {
+                Slot::Ready { held, .. } => Some(held.rec.bytes()),
+                _ => None,
+            })
+            .collect();
+        PceStats {
+            working: slots
+                .values()
+                .filter(|s| matches!(s, Slot::Working))
+                .count(),
+            resident: ready.len(),
+            resident_bytes: ready.iter().sum(),
+            loaded: self.counters.loaded.load(Ordering::Relaxed),
+            recorded: self.counters.recorded.load(Ordering::Relaxed),
+            rejected_files: self.counters.rejected_files.load(Ordering::Relaxed),
+            distrusted: self.counters.distrusted.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Claims `id` for loading or recording; false where it is ready, under way, failed, or
+    /// waiting to be tried again.
+    fn claim(&self, id: &str) -> bool {
+        let mut slots = self.slots.lock();
+        match slots.get(id) {
+            None => {}
+            Some(Slot::NotNow(t)) if t.elapsed() >= RETRY_AFTER => {}
+            Some(_) => return false,
+        }
+        slots.insert(id.to_string(), Slot::Working);
+        true
+    }
+
+    /// Starts loading (or else recording) `id` on a thread of its own unless that is done or
+    /// under way. `expect` is (inputs, aux) from the parameters; `estimate` the bytes a
+    /// recording is expected to take; `record` records it, giving up once its flag turns true.
+    pub fn start(
+        self: &Arc<Self>,
+        id: &str,
+        expect: (usize, usize),
+        estimate: u64,
+        record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String> + Send + 'static,
+    ) {
+        if !self.claim(id) {
+            return;
+        }
+        let me = self.clone();
+        let id = id.to_string();
+        let spawned = std::thread::Builder::new()
+            .name("cuzk-pce".into())
+            .spawn(move || me.fill(&id, expect, estimate, record));
+        match spawned {
+            Ok(h) => {
+                let mut threads = self.threads.lock();
+                threads.retain(|t| !t.is_finished());
+                threads.push(h);
+            }
+            Err(e) => log::warn!("cannot start a recording thread: {e}"),
+        }
+    }
+
+    /// Loads or records `id` on this thread (preload) and returns it, or why it is not used.
+    pub fn load_or_record(
+        &self,
+        id: &str,
+        expect: (usize, usize),
+        estimate: u64,
+        record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
+    ) -> Result<Arc<Held>, PceState> {
+        if let Some(h) = self.get(id) {
+            return Ok(h);
+        }
+        if self.claim(id) {
+            self.fill(id, expect, estimate, record);
+        } else {
+            // Another thread is at it: wait for it.
+            while self.state(id) == PceState::Working {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.get(id).ok_or_else(|| self.state(id))
+    }
+
+    fn set(&self, id: &str, slot: Slot) {
+        self.slots.lock().insert(id.to_string(), slot);
+    }
+
+    fn fill(
+        &self,
+        id: &str,
+        expect: (usize, usize),
+        estimate: u64,
+        record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
+    ) {
+        let path = file::path(&self.dir, id);
+        let t = Instant::now();
+        let (rec, from_disk) = match file::load(&path, id, Some(expect)) {
+            Ok(rec) => (rec, true),
+            Err(why) => {
+                if let file::LoadError::Bad(e) = &why {
+                    self.counters.rejected_files.fetch_add(1, Ordering::Relaxed);
+                    log::warn!("recording not used, recording it again: {e}");
+                }
+                // Room for the tables while they are recorded, given back after.
+                let Some(room) = self.make_room(estimate) else {
+                    log::info!(
+                        "no room in the memory budget to record circuit {id} now ({} MiB): full synthesis meanwhile",
+                        estimate >> 20
+                    );
+                    self.set(id, Slot::NotNow(Instant::now()));
+                    return;
+                };
+                let rec = record(self.abort.clone());
+                drop(room);
+                match rec {
+                    Ok(rec) if (rec.inputs, rec.aux) == expect => (rec, false),
+                    Ok(rec) => {
+                        let e = format!(
+                            "circuit {id} recorded {} inputs and {} aux, its parameters say {} and {}",
+                            rec.inputs, rec.aux, expect.0, expect.1
+                        );
+                        log::error!("{e}");
+                        self.set(id, Slot::Failed(e));
+                        return;
+                    }
+                    Err(e) if self.abort.load(Ordering::Relaxed) => {
+                        self.set(id, Slot::Failed(e));
+                        return;
+                    }
+                    Err(e) => {
+                        log::error!("cannot record circuit {id}: {e}");
+                        self.set(id, Slot::Failed(e));
+                        return;
+                    }
+                }
+            }
+        };
+        let bytes = rec.bytes();
+        let Some(reservation) = self.make_room_resident(bytes) else {
+            log::info!(
+                "recording of circuit {id} ({} MiB) does not fit the memory budget now: full synthesis meanwhile",
+                bytes >> 20
+            );
+            self.set(id, Slot::NotNow(Instant::now()));
+            return;
+        };
+        if from_disk {
+            self.counters.loaded.fetch_add(1, Ordering::Relaxed);
+            log::info!(
+                "recording of circuit {id} loaded from {} in {:.1} s ({} constraints, {} MiB)",
+                path.display(),
+                t.elapsed().as_secs_f64(),
+                rec.constraints(),
+                bytes >> 20
+            );
+        } else {
+            self.counters.recorded.fetch_add(1, Ordering::Relaxed);
+            log::info!(
+                "circuit {id} recorded in {:.1} s ({} constraints, {} terms, {:.1} bytes per constraint)",
+                t.elapsed().as_secs_f64(),
+                rec.constraints(),
+                rec.terms(),
+                bytes as f64 / rec.constraints().max(1) as f64
+            );
+            if let Err(e) = file::save(&rec, &path) {
+                log::warn!(
+                    "cannot save the recording to {}: {e} (kept in memory; recorded again after a restart)",
+                    path.display()
+                );
+            }
+        }
+        self.set(
+            id,
+            Slot::Ready {
+                held: Arc::new(Held {
+                    rec,
+                    _reservation: reservation,
+                }),
+                last_use: Instant::now(),
+            },
+        );
+    }
+
+    /// Evicts least recently used recordings until `bytes` fit, then reserves them.
+    fn make_room_with(&self, bytes: u64, resident: bool) -> Option<Reservation> {
+        loop {
+            let r = if resident {
+                self.budget.try_acquire_resident(bytes)
+            } else {
+                self.budget.try_acquire(bytes)
+            };
+            if r.is_some() {
+                return r;
+            }
+            let mut slots = self.slots.lock();
+            let victim = slots
+                .iter()
+                .filter_map(|(k, s)| match s {
+                    Slot::Ready { last_use, .. } => Some((*last_use, k.clone())),
+                    _ => None,
+                })
+                .min()
+                .map(|(_, k)| k)?;
+            log::info!("evicting the recording of circuit {victim} to make room");
+            slots.remove(&victim);
+        }
+    }
+
+    fn make_room(&self, bytes: u64) -> Option<Reservation> {
+        self.make_room_with(bytes, false)
+    }
+
+    fn make_room_resident(&self, bytes: u64) -> Option<Reservation> {
+        self.make_room_with(bytes, true)
+    }
+
+    /// A recording was caught giving a wrong assignment: it is dropped, its file removed, and
+    /// the circuit uses full synthesis until the engine restarts.
+    pub fn distrust(&self, id: &str, why: &str) {
+        self.counters.distrusted.fetch_add(1, Ordering::Relaxed);
+        let path = file::path(&self.dir, id);
+        log::error!(
+            "recording of circuit {id} gave a wrong assignment ({why}): removed {}, full synthesis for this circuit",
+            path.display()
+        );
+        let _ = std::fs::remove_file(&path);
+        self.set(id, Slot::Failed(format!("distrusted: {why}")));
+    }
+
+    /// Stops recordings under way, waits for their threads and drops every recording (engine
+    /// shutdown).
+    pub fn shutdown(&self) {
+        self.abort.store(true, Ordering::SeqCst);
+        let threads: Vec<_> = self.threads.lock().drain(..).collect();
+        for t in threads {
+            let _ = t.join();
+        }
+        self.slots.lock().clear();
+    }
+}

@@ -1,0 +1,376 @@
+//! A recording on disk, next to the circuit's parameters: `<parameter file stem>.cuzk-pce`.
+//!
+//! Layout (little-endian): magic `CUZKPCE\0`, format version (u32), 0 (u32), id length (u32)
+//! and id, inputs, aux, constraints, dictionary length and the term count of A, B and C
+//! (u64 each); the dictionary (32 bytes per coefficient, canonical); for A, B and C the row
+//! starts (u32), columns (u32) and coefficient codes (u16); the densities of A's aux, B's
+//! inputs and B's aux (u64 words, bit `i` of word `i / 64`); a BLAKE2b-256 of everything before
+//! it. The length the header implies is checked before anything else is read, the checksum and
+//! every table's consistency before the recording is used. Written to a temporary file in the
+//! same directory, synced, then renamed: a reader sees the old file or the new one, never half.
+
+use std::{
+    fs::File,
+    io::{BufReader, BufWriter, Read, Write},
+    path::{Path, PathBuf},
+};
+
+use bellperson::multiexp::DensityTracker;
+use blstrs::Scalar as Fr;
+
+use super::{Matrix, Recording, MAX_DICT};
+
+const MAGIC: &[u8; 8] = b"CUZKPCE\0";
+/// Bumped whenever the layout or the meaning of a field changes.
+pub const FORMAT_VERSION: u32 = 1;
+const BLOCK: usize = 1 << 20;
+
+/// Where the recording of circuit `params_id` lives in `dir`.
+pub fn path(dir: &Path, params_id: &str) -> PathBuf {
+    let stem = storage_proofs_core::parameter_cache::parameter_id(params_id);
+    let stem = stem.strip_suffix(".params").unwrap_or(&stem).to_string();
+    dir.join(format!("{stem}.cuzk-pce"))
+}
+
+struct Hashing<W> {
+    inner: W,
+    state: blake2b_simd::State,
+}
+
+impl<W> Hashing<W> {
+    fn new(inner: W) -> Self {
+        Hashing {
+            inner,
+            state: blake2b_simd::Params::new().hash_length(32).to_state(),
+        }
+    }
+    fn digest(&self) -> [u8; 32] {
+        let mut d = [0u8; 32];
+        d.copy_from_slice(self.state.finalize().as_bytes());
+        d
+    }
+}
+
+impl<W: Write> Hashing<W> {
+    fn put(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.state.update(b);
+        self.inner.write_all(b)
+    }
+    fn u32s(&mut self, v: &[u32]) -> std::io::Result<()> {
+        for chunk in v.chunks(BLOCK / 4) {
+            let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+            self.put(&bytes)?;
+        }
+        Ok(())
+    }
+    fn u16s(&mut self, v: &[u16]) -> std::io::Result<()> {
+        for chunk in v.chunks(BLOCK / 2) {
+            let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+            self.put(&bytes)?;
+        }
+        Ok(())
+    }
+    fn u64s(&mut self, v: &[u64]) -> std::io::Result<()> {
+        for chunk in v.chunks(BLOCK / 8) {
+            let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+            self.put(&bytes)?;
+        }
+        Ok(())
+    }
+}
+
+impl<R: Read> Hashing<R> {
+    fn take(&mut self, b: &mut [u8]) -> std::io::Result<()> {
+        self.inner.read_exact(b)?;
+        self.state.update(b);
+        Ok(())
+    }
+    fn u64(&mut self) -> std::io::Result<u64> {
+        let mut b = [0u8; 8];
+        self.take(&mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+    fn u32(&mut self) -> std::io::Result<u32> {
+        let mut b = [0u8; 4];
+        self.take(&mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+    fn vec<T, const N: usize>(
+        &mut self,
+        n: usize,
+        from: impl Fn([u8; N]) -> T,
+    ) -> std::io::Result<Vec<T>> {
+        let mut out = Vec::with_capacity(n);
+        let mut buf = vec![0u8; BLOCK];
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(BLOCK / N);
+            let b = &mut buf[..k * N];
+            self.take(b)?;
+            out.extend(
+                b.chunks_exact(N)
+                    .map(|c| from(c.try_into().expect("chunk of N bytes"))),
+            );
+            left -= k;
+        }
+        Ok(out)
+    }
+}
+
+fn density_words(d: &DensityTracker) -> Vec<u64> {
+    let mut words = vec![0u64; d.bv.len().div_ceil(64)];
+    for i in d.bv.iter_ones() {
+        words[i / 64] |= 1 << (i % 64);
+    }
+    words
+}
+
+fn density_from(words: &[u64], n: usize) -> DensityTracker {
+    let mut d = DensityTracker::new();
+    for i in 0..n {
+        d.add_element();
+        if words[i / 64] >> (i % 64) & 1 == 1 {
+            d.inc(i);
+        }
+    }
+    d
+}
+
+/// Bytes the file of a recording with these counts has.
+fn file_len(id_len: u64, n: [u64; 7]) -> Option<u64> {
+    let [inputs, aux, rows, dict, ta, tb, tc] = n;
+    let words = |bits: u64| bits.div_ceil(64).checked_mul(8);
+    let mut len = 8 + 4 + 4 + 4 + id_len + 7 * 8;
+    len = len.checked_add(dict.checked_mul(32)?)?;
+    for t in [ta, tb, tc] {
+        len = len.checked_add((rows + 1).checked_mul(4)?)?;
+        len = len.checked_add(t.checked_mul(6)?)?;
+    }
+    len = len.checked_add(words(aux)?)?;
+    len = len.checked_add(words(inputs)?)?;
+    len = len.checked_add(words(aux)?)?;
+    len.checked_add(32)
+}
+
+/// Writes `rec` to `dest` atomically.
+pub fn save(rec: &Recording, dest: &Path) -> std::io::Result<()> {
+    let dir = dest.parent().unwrap_or(Path::new("."));
+    let tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut w = Hashing::new(BufWriter::with_capacity(BLOCK, tmp.as_file().try_clone()?));
+    w.put(MAGIC)?;
+    w.put(&FORMAT_VERSION.to_le_bytes())?;
+    w.put(&0u32.to_le_bytes())?;
+    w.put(&(rec.id.len() as u32).to_le_bytes())?;
+    w.put(rec.id.as_bytes())?;
+    for v in [
+        rec.inputs,
+        rec.aux,
+        rec.constraints(),
+        rec.dict.len(),
+        rec.a.terms(),
+        rec.b.terms(),
+        rec.c.terms(),
+    ] {
+        w.put(&(v as u64).to_le_bytes())?;
+    }
+    for k in &rec.dict {
+        w.put(&k.to_bytes_le())?;
+    }
+    for m in [&rec.a, &rec.b, &rec.c] {
+        w.u32s(&m.row_start)?;
+        w.u32s(&m.cols)?;
+        w.u16s(&m.coeffs)?;
+    }
+    for d in [&rec.a_aux_density, &rec.b_input_density, &rec.b_aux_density] {
+        w.u64s(&density_words(d))?;
+    }
+    let digest = w.digest();
+    w.inner.write_all(&digest)?;
+    w.inner.flush()?;
+    drop(w);
+    tmp.as_file().sync_all()?;
+    tmp.persist(dest).map_err(|e| e.error)?;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Why a file could not be used.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LoadError {
+    Missing,
+    /// Unreadable, truncated, corrupted or of another circuit, with the reason.
+    Bad(String),
+}
+
+/// Reads the recording of circuit `id` from `src`; `expect` (inputs, aux), where known from
+/// the parameters, must match.
+pub fn load(src: &Path, id: &str, expect: Option<(usize, usize)>) -> Result<Recording, LoadError> {
+    let bad = |m: String| LoadError::Bad(format!("{}: {m}", src.display()));
+    let file = match File::open(src) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
+        Err(e) => return Err(bad(format!("cannot open: {e}"))),
+    };
+    let actual_len = file
+        .metadata()
+        .map_err(|e| bad(format!("cannot stat: {e}")))?
+        .len();
+    let mut r = Hashing::new(BufReader::with_capacity(BLOCK, file));
+    let io = |e: std::io::Error| bad(format!("truncated or unreadable ({e})"));
+    let mut magic = [0u8; 8];
+    r.take(&mut magic).map_err(io)?;
+    if &magic != MAGIC {
+        return Err(bad("not a cuzk recording (bad magic)".into()));
+    }
+    let version = r.u32().map_err(io)?;
+    if version != FORMAT_VERSION {
+        return Err(bad(format!(
+            "format version {version}, this build reads {FORMAT_VERSION}"
+        )));
+    }
+    r.u32().map_err(io)?;
+    let id_len = r.u32().map_err(io)? as usize;
+    if id_len > 4096 {
+        return Err(bad("bad circuit id length".into()));
+    }
+    let mut id_bytes = vec![0u8; id_len];
+    r.take(&mut id_bytes).map_err(io)?;
+    if id_bytes != id.as_bytes() {
+        return Err(bad(format!(
+            "recorded for circuit {}, not {id}",
+            String::from_utf8_lossy(&id_bytes)
+        )));
+    }
+    let mut n = [0u64; 7];
+    for v in n.iter_mut() {
+        *v = r.u64().map_err(io)?;
+    }
+    let [inputs, aux, rows, dict, ta, tb, tc] = n;
+    if file_len(id_len as u64, n) != Some(actual_len) {
+        return Err(bad(format!(
+            "{actual_len} bytes, its header implies {} (truncated or corrupted)",
+            file_len(id_len as u64, n).map_or("an impossible size".into(), |l| l.to_string())
+        )));
+    }
+    let fits = |v: u64| usize::try_from(v).ok();
+    let (Some(inputs), Some(aux), Some(rows), Some(dict)) =
+        (fits(inputs), fits(aux), fits(rows), fits(dict))
+    else {
+        return Err(bad("sizes do not fit this machine".into()));
+    };
+    if !(2..=MAX_DICT).contains(&dict) {
+        return Err(bad("bad dictionary length".into()));
+    }
+    if let Some((ei, ea)) = expect {
+        if (ei, ea) != (inputs, aux) {
+            return Err(bad(format!(
+                "{inputs} inputs and {aux} aux, the parameters say {ei} and {ea}"
+            )));
+        }
+    }
+    let mut read = || -> std::io::Result<Result<Recording, String>> {
+        let mut dict_v = Vec::with_capacity(dict);
+        for _ in 0..dict {
+            let mut b = [0u8; 32];
+            r.take(&mut b)?;
+            match Option::<Fr>::from(Fr::from_bytes_le(&b)) {
+                Some(k) => dict_v.push(k),
+                None => return Ok(Err("a coefficient is not a field element".into())),
+            }
+        }
+        let mut mats = Vec::new();
+        for t in [ta, tb, tc] {
+            let t = t as usize;
+            let row_start = r.vec(rows + 1, u32::from_le_bytes)?;
+            let cols = r.vec(t, u32::from_le_bytes)?;
+            let coeffs = r.vec(t, u16::from_le_bytes)?;
+            mats.push(Matrix {
+                row_start,
+                cols,
+                coeffs,
+            });
+        }
+        let da = r.vec(aux.div_ceil(64), u64::from_le_bytes)?;
+        let dbi = r.vec(inputs.div_ceil(64), u64::from_le_bytes)?;
+        let dba = r.vec(aux.div_ceil(64), u64::from_le_bytes)?;
+        let digest = r.digest();
+        let mut stored = [0u8; 32];
+        r.inner.read_exact(&mut stored)?;
+        if digest != stored {
+            return Ok(Err("checksum mismatch (corrupted)".into()));
+        }
+        let c = mats.pop().expect("three matrices");
+        let b = mats.pop().expect("three matrices");
+        let a = mats.pop().expect("three matrices");
+        Ok(Ok(Recording {
+            id: id.to_string(),
+            inputs,
+            aux,
+            dict: dict_v,
+            a,
+            b,
+            c,
+            a_aux_density: density_from(&da, aux),
+            b_input_density: density_from(&dbi, inputs),
+            b_aux_density: density_from(&dba, aux),
+        }))
+    };
+    let rec = read().map_err(io)?.map_err(bad)?;
+    rec.check().map_err(bad)?;
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pce::{tests::Toy, RecordingCS};
+
+    #[test]
+    fn round_trip_and_every_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        let p = path(dir.path(), "toy");
+        assert_eq!(load(&p, "toy", None).unwrap_err(), LoadError::Missing);
+        save(&rec, &p).unwrap();
+        assert_eq!(load(&p, "toy", Some((2, 3))).unwrap(), rec);
+        // Of another circuit, or sizes other than the parameters'.
+        assert!(
+            matches!(load(&p, "other", None), Err(LoadError::Bad(e)) if e.contains("recorded for"))
+        );
+        assert!(
+            matches!(load(&p, "toy", Some((2, 4))), Err(LoadError::Bad(e)) if e.contains("parameters say"))
+        );
+        let good = std::fs::read(&p).unwrap();
+        // Truncated at every length, and one byte longer.
+        for cut in 0..good.len() {
+            std::fs::write(&p, &good[..cut]).unwrap();
+            assert!(
+                matches!(load(&p, "toy", None), Err(LoadError::Bad(_))),
+                "cut {cut}"
+            );
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        std::fs::write(&p, &longer).unwrap();
+        assert!(matches!(load(&p, "toy", None), Err(LoadError::Bad(_))));
+        // Every byte flipped in turn.
+        for i in 0..good.len() {
+            let mut b = good.clone();
+            b[i] ^= 0x41;
+            std::fs::write(&p, &b).unwrap();
+            assert!(
+                matches!(load(&p, "toy", None), Err(LoadError::Bad(_))),
+                "byte {i}"
+            );
+        }
+        // A consistent-looking file whose tables are out of range (checksum recomputed).
+        let mut bad = rec.clone();
+        bad.a.cols[0] = 1000;
+        save(&bad, &p).unwrap();
+        assert!(
+            matches!(load(&p, "toy", None), Err(LoadError::Bad(e)) if e.contains("out of range"))
+        );
+    }
+}

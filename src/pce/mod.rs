@@ -1,0 +1,269 @@
+//! Pre-compiled circuits: a circuit's R1CS is recorded once ([`RecordingCS`]); each partition
+//! then runs only its witness closures ([`WitnessTarget`]) and gets A·w, B·w and C·w from a
+//! row-parallel sparse product ([`assignment`]), the same [`ProvingAssignment`] full synthesis
+//! gives, for a fraction of its CPU time.
+//!
+//! The sparse form, per matrix: `u32` row starts, one `u32` column per term (inputs marked by
+//! [`INPUT_BIT`]) and one `u16` coefficient code per term into a dictionary shared by the three
+//! matrices (`ONE` is code 0 and `-ONE` code 1; in the project's circuits most terms are one of
+//! the two). With ~5.6 terms per constraint that is ~46 bytes per constraint in memory and on
+//! disk. A recording is kept next to the parameters ([`file`]) and checked on every load.
+//!
+//! Guards: a witness must have the recording's input and aux counts, and every row of the
+//! product must satisfy a·b = c; otherwise the partition gets an error and the engine
+//! synthesizes it in full.
+
+pub mod cache;
+pub mod file;
+mod product;
+mod record;
+mod witness;
+
+use bellperson::multiexp::DensityTracker;
+use blstrs::Scalar as Fr;
+
+pub use cache::{Held, PceCache, PceState, PceStats};
+pub use product::assignment;
+pub use record::RecordingCS;
+pub use witness::{CompactWitness, Witness, WitnessTarget};
+
+/// Marks an input column (the rest of the bits are the input's index).
+pub const INPUT_BIT: u32 = 1 << 31;
+/// Distinct coefficients a recording can hold (codes are `u16`).
+pub const MAX_DICT: usize = 1 << 16;
+
+/// One sparse matrix: row `r` has terms `row_start[r]..row_start[r + 1]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Matrix {
+    pub row_start: Vec<u32>,
+    pub cols: Vec<u32>,
+    pub coeffs: Vec<u16>,
+}
+
+impl Matrix {
+    fn new() -> Self {
+        Matrix {
+            row_start: vec![0],
+            cols: Vec::new(),
+            coeffs: Vec::new(),
+        }
+    }
+
+    fn push_term(&mut self, col: u32, coeff: u16) {
+        self.cols.push(col);
+        self.coeffs.push(coeff);
+    }
+
+    /// Closes the current row; false where the term count no longer fits a `u32`.
+    fn end_row(&mut self) -> bool {
+        match u32::try_from(self.cols.len()) {
+            Ok(n) => {
+                self.row_start.push(n);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn shrink(&mut self) {
+        self.row_start.shrink_to_fit();
+        self.cols.shrink_to_fit();
+        self.coeffs.shrink_to_fit();
+    }
+
+    pub fn rows(&self) -> usize {
+        self.row_start.len() - 1
+    }
+
+    pub fn terms(&self) -> usize {
+        self.cols.len()
+    }
+
+    fn bytes(&self) -> u64 {
+        (self.row_start.len() * 4 + self.cols.len() * 4 + self.coeffs.len() * 2) as u64
+    }
+
+    /// Row starts ascending from 0 to the term count, columns and codes in range.
+    fn check(&self, rows: usize, inputs: usize, aux: usize, dict: usize) -> Result<(), String> {
+        if self.row_start.len() != rows + 1 || self.row_start[0] != 0 {
+            return Err("row table does not match the constraint count".into());
+        }
+        if self.row_start.windows(2).any(|w| w[0] > w[1])
+            || *self.row_start.last().unwrap() as usize != self.cols.len()
+            || self.cols.len() != self.coeffs.len()
+        {
+            return Err("row table is not ascending or does not end at the term count".into());
+        }
+        let bad_col = self.cols.iter().any(|&c| {
+            if c & INPUT_BIT != 0 {
+                (c & !INPUT_BIT) as usize >= inputs
+            } else {
+                c as usize >= aux
+            }
+        });
+        if bad_col {
+            return Err("a column is out of range".into());
+        }
+        if self.coeffs.iter().any(|&k| k as usize >= dict) {
+            return Err("a coefficient code is out of range".into());
+        }
+        Ok(())
+    }
+}
+
+/// A circuit's R1CS in sparse form, with the densities of the A and B queries (fixed by the
+/// circuit, not by the witness).
+#[derive(Clone, Debug)]
+pub struct Recording {
+    /// The circuit's parameter id.
+    pub id: String,
+    /// Public inputs including `ONE`.
+    pub inputs: usize,
+    pub aux: usize,
+    pub dict: Vec<Fr>,
+    pub a: Matrix,
+    pub b: Matrix,
+    pub c: Matrix,
+    pub a_aux_density: DensityTracker,
+    pub b_input_density: DensityTracker,
+    pub b_aux_density: DensityTracker,
+}
+
+impl PartialEq for Recording {
+    fn eq(&self, o: &Self) -> bool {
+        self.id == o.id
+            && self.inputs == o.inputs
+            && self.aux == o.aux
+            && self.dict == o.dict
+            && self.a == o.a
+            && self.b == o.b
+            && self.c == o.c
+            && self.a_aux_density == o.a_aux_density
+            && self.b_input_density == o.b_input_density
+            && self.b_aux_density == o.b_aux_density
+    }
+}
+
+impl Recording {
+    /// Constraints, including the `input * 0 = 0` one per public input.
+    pub fn constraints(&self) -> usize {
+        self.a.rows()
+    }
+
+    /// Heap bytes held (what the memory budget is charged).
+    pub fn bytes(&self) -> u64 {
+        let density = ((self.inputs + 2 * self.aux) / 8) as u64 + 64;
+        self.a.bytes() + self.b.bytes() + self.c.bytes() + self.dict.len() as u64 * 32 + density
+    }
+
+    /// Terms over all three matrices.
+    pub fn terms(&self) -> usize {
+        self.a.terms() + self.b.terms() + self.c.terms()
+    }
+
+    /// Checks the tables' internal consistency (after a load, before any product reads them).
+    pub fn check(&self) -> Result<(), String> {
+        let rows = self.constraints();
+        if self.dict.len() < 2 || self.dict.len() > MAX_DICT {
+            return Err("bad coefficient dictionary".into());
+        }
+        for (name, m) in [("A", &self.a), ("B", &self.b), ("C", &self.c)] {
+            m.check(rows, self.inputs, self.aux, self.dict.len())
+                .map_err(|e| format!("matrix {name}: {e}"))?;
+        }
+        if self.a_aux_density.bv.len() != self.aux
+            || self.b_aux_density.bv.len() != self.aux
+            || self.b_input_density.bv.len() != self.inputs
+        {
+            return Err("density tables do not match the variable counts".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+    use ff::Field;
+
+    /// x * y = z, (x + 2y - 3) * 1 = w, with public z.
+    pub(crate) struct Toy(pub Option<(u64, u64)>);
+
+    impl Circuit<Fr> for Toy {
+        fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let v = self.0;
+            let x = cs.alloc(
+                || "x",
+                || Ok(Fr::from(v.ok_or(SynthesisError::AssignmentMissing)?.0)),
+            )?;
+            let y = cs.alloc(
+                || "y",
+                || Ok(Fr::from(v.ok_or(SynthesisError::AssignmentMissing)?.1)),
+            )?;
+            let z = cs.alloc_input(
+                || "z",
+                || {
+                    let (a, b) = v.ok_or(SynthesisError::AssignmentMissing)?;
+                    Ok(Fr::from(a * b))
+                },
+            )?;
+            cs.enforce(|| "xy", |lc| lc + x, |lc| lc + y, |lc| lc + z);
+            let w = cs.alloc(
+                || "w",
+                || {
+                    let (a, b) = v.ok_or(SynthesisError::AssignmentMissing)?;
+                    Ok(Fr::from(a) + Fr::from(b).double() - Fr::from(3))
+                },
+            )?;
+            let three = Fr::from(3);
+            cs.enforce(
+                || "lin",
+                |lc| lc + x + (Fr::from(2), y) - (three, CS::one()),
+                |lc| lc + CS::one(),
+                |lc| lc + w,
+            );
+            // A zero-coefficient term and a duplicated one.
+            cs.enforce(
+                || "dup",
+                |lc| lc + (Fr::ZERO, x) + CS::one(),
+                |lc| lc + (Fr::ONE, y) + (-Fr::ONE, y) + CS::one(),
+                |lc| lc + CS::one(),
+            );
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn toy_recording_gives_full_synthesis_assignment() {
+        let rec = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        rec.check().unwrap();
+        assert_eq!((rec.inputs, rec.aux, rec.constraints()), (2, 3, 5));
+        for v in [(3, 5), (0, 1), (1, 0), (7, 11)] {
+            let full = crate::prover::ProvingAssignment::synthesize(Toy(Some(v)), None).unwrap();
+            let w = WitnessTarget::synthesize(Toy(Some(v)), None, None).unwrap();
+            let pce = assignment(&rec, w, None).unwrap();
+            assert_eq!(pce, full, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_recording_or_witness_is_an_error() {
+        let rec = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        // x*y = z with a wrong z: the row check catches it.
+        let mut w = WitnessTarget::synthesize(Toy(Some((3, 5))), None, None).unwrap();
+        w.inputs[1] = Fr::from(16);
+        let e = assignment(&rec, w, None).unwrap_err();
+        assert!(e.contains("constraint 0"), "{e}");
+        // A recording whose B column points at the wrong variable.
+        let mut bad = rec.clone();
+        bad.b.cols[0] = 0;
+        let w = WitnessTarget::synthesize(Toy(Some((3, 5))), None, None).unwrap();
+        assert!(assignment(&bad, w, None).is_err());
+        // A witness of another length.
+        let mut w = WitnessTarget::synthesize(Toy(Some((3, 5))), None, None).unwrap();
+        w.aux.push(Fr::ONE);
+        let e = assignment(&rec, w, None).unwrap_err();
+        assert!(e.contains("aux"), "{e}");
+    }
+}

@@ -1,0 +1,208 @@
+//! Synthesis benchmark: the host cost of turning one partition into a proving assignment, by
+//! each path, in the same run on the same inputs. Full synthesis (every constraint evaluated
+//! by the circuit's code), witness only (alloc closures only), and witness + sparse product
+//! (the pre-compiled path, whose output equals full synthesis's; it is checked on the first
+//! round). `concurrency` copies run at once, as synthesis workers do under a stream; CPU time
+//! is the process's (all threads) per partition. Also reports recording time, the recording's
+//! bytes per constraint in memory and on disk, and a partition's host bytes in flight.
+//! `cuzk bench synth` prints it.
+
+use std::{path::PathBuf, sync::Arc, time::Instant};
+
+use cuzk::{
+    budget::Budget,
+    error::{Error, Result},
+    params::SrsCache,
+    pce::{self, file},
+    porep::{self, FixtureShape, SealCircuits},
+    sys::os::process_cpu_time,
+};
+
+pub struct SynthSpec {
+    pub c1: Vec<u8>,
+    pub prover_id: [u8; 32],
+    pub sector_id: u64,
+    pub shape: FixtureShape,
+    /// Rounds per path (each round synthesizes `concurrency` partitions at once).
+    pub reps: usize,
+    /// Partitions synthesized at once.
+    pub concurrency: usize,
+    pub params_dir: PathBuf,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PathRow {
+    pub path: &'static str,
+    pub partitions: usize,
+    /// Process CPU seconds per partition.
+    pub cpu_s_per_partition: f64,
+    /// Wall seconds per round (`concurrency` partitions at once), best and mean.
+    pub wall_s_min: f64,
+    pub wall_s_mean: f64,
+    /// CPU per partition relative to full synthesis in this run.
+    pub vs_full: f64,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SynthReport {
+    pub circuit: String,
+    pub constraints: usize,
+    pub aux: usize,
+    pub concurrency: usize,
+    pub threads: usize,
+    pub record_s: f64,
+    pub record_cpu_s: f64,
+    pub terms: usize,
+    pub coefficients: usize,
+    pub memory_bytes_per_constraint: f64,
+    pub file_bytes_per_constraint: f64,
+    pub save_s: f64,
+    pub load_s: f64,
+    /// Aux values that are 0, 1, or neither.
+    pub aux_zero: f64,
+    pub aux_one: f64,
+    /// Host bytes of one partition's proving assignment (a, b, c, witness, densities), and of
+    /// its witness in compact form.
+    pub assignment_bytes: u64,
+    pub compact_witness_bytes: u64,
+    pub rows: Vec<PathRow>,
+}
+
+fn prepare(spec: &SynthSpec) -> Result<(Arc<dyn SealCircuits>, cuzk::params::CircuitSize, String)> {
+    let parsed = porep::parse_c1(&spec.c1)?;
+    let job = porep::prepare(parsed.c1, spec.prover_id, spec.sector_id, spec.shape)?;
+    let id = job.circuits.params_id().to_string();
+    let srs = SrsCache::new(spec.params_dir.clone()).get(&id, &Budget::new(u64::MAX))?;
+    Ok((job.circuits, srs.size, id))
+}
+
+/// Runs `f(k)` for `concurrency` partitions at once, `reps` rounds; returns (CPU per
+/// partition, wall per round).
+fn measure(
+    reps: usize,
+    concurrency: usize,
+    partitions: usize,
+    f: &(dyn Fn(usize) -> Result<()> + Sync),
+) -> Result<(f64, Vec<f64>)> {
+    let mut walls = Vec::new();
+    let cpu0 = process_cpu_time();
+    for rep in 0..reps {
+        let t = Instant::now();
+        let res: Vec<Result<()>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..concurrency)
+                .map(|i| s.spawn(move || f((rep * concurrency + i) % partitions)))
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::internal("panicked")))
+                })
+                .collect()
+        });
+        walls.push(t.elapsed().as_secs_f64());
+        res.into_iter().collect::<Result<Vec<()>>>()?;
+    }
+    let cpu = (process_cpu_time() - cpu0).as_secs_f64() / (reps * concurrency) as f64;
+    Ok((cpu, walls))
+}
+
+pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
+    let (circuits, size, id) = prepare(spec)?;
+    let partitions = circuits.shape().partitions;
+    let (reps, conc) = (spec.reps.max(1), spec.concurrency.max(1));
+
+    let cpu0 = process_cpu_time();
+    let t = Instant::now();
+    let rec = circuits.record(None)?;
+    let record_s = t.elapsed().as_secs_f64();
+    let record_cpu_s = (process_cpu_time() - cpu0).as_secs_f64();
+    let dir = tempfile::tempdir().map_err(|e| Error::internal(format!("temp dir: {e}")))?;
+    let path = file::path(dir.path(), &id);
+    let t = Instant::now();
+    file::save(&rec, &path).map_err(|e| Error::internal(format!("saving: {e}")))?;
+    let save_s = t.elapsed().as_secs_f64();
+    let file_len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let t = Instant::now();
+    let rec = file::load(&path, &id, Some((size.inputs, size.aux)))
+        .map_err(|e| Error::internal(format!("loading: {e:?}")))?;
+    let load_s = t.elapsed().as_secs_f64();
+    let n = rec.constraints();
+
+    // The pre-compiled path is checked against full synthesis once, on partition 0.
+    let w = circuits.synthesize_witness(0, Some(rec.aux), None)?;
+    let compact = w.compact();
+    let aux_one = compact
+        .ones
+        .iter()
+        .map(|x| x.count_ones() as usize)
+        .sum::<usize>();
+    let aux_other = compact.others.len();
+    let ours = pce::assignment(&rec, w, Some(size)).map_err(Error::internal)?;
+    let full = circuits.synthesize(0, Some(size), None)?;
+    if ours != full {
+        return Err(Error::internal(
+            "the pre-compiled assignment differs from full synthesis",
+        ));
+    }
+    let assignment_bytes = 32
+        * (ours.a.capacity()
+            + ours.b.capacity()
+            + ours.c.capacity()
+            + ours.aux_assignment.len()
+            + ours.input_assignment.len()) as u64
+        + (2 * ours.aux_assignment.len() / 8) as u64;
+    drop((ours, full));
+
+    let full_f = |k: usize| circuits.synthesize(k, Some(size), None).map(drop);
+    let witness_f = |k: usize| {
+        circuits
+            .synthesize_witness(k, Some(rec.aux), None)
+            .map(drop)
+    };
+    let pce_f = |k: usize| {
+        let w = circuits.synthesize_witness(k, Some(rec.aux), None)?;
+        pce::assignment(&rec, w, Some(size))
+            .map(drop)
+            .map_err(Error::internal)
+    };
+    let mut rows = Vec::new();
+    let mut full_cpu = 0.0;
+    for (name, f) in [
+        ("full", &full_f as &(dyn Fn(usize) -> Result<()> + Sync)),
+        ("witness", &witness_f),
+        ("witness+product", &pce_f),
+    ] {
+        let (cpu, walls) = measure(reps, conc, partitions, f)?;
+        if name == "full" {
+            full_cpu = cpu;
+        }
+        rows.push(PathRow {
+            path: name,
+            partitions: reps * conc,
+            cpu_s_per_partition: cpu,
+            wall_s_min: walls.iter().cloned().fold(f64::INFINITY, f64::min),
+            wall_s_mean: walls.iter().sum::<f64>() / walls.len() as f64,
+            vs_full: cpu / full_cpu,
+        });
+    }
+    Ok(SynthReport {
+        circuit: id,
+        constraints: n,
+        aux: rec.aux,
+        concurrency: conc,
+        threads: rayon::current_num_threads(),
+        record_s,
+        record_cpu_s,
+        terms: rec.terms(),
+        coefficients: rec.dict.len(),
+        memory_bytes_per_constraint: rec.bytes() as f64 / n as f64,
+        file_bytes_per_constraint: file_len as f64 / n as f64,
+        save_s,
+        load_s,
+        aux_zero: 1.0 - (aux_one + aux_other) as f64 / rec.aux as f64,
+        aux_one: aux_one as f64 / rec.aux as f64,
+        assignment_bytes,
+        compact_witness_bytes: compact.bytes(),
+        rows,
+    })
+}

@@ -1,0 +1,318 @@
+//! Pre-compiled circuits on the project's real circuits.
+//!
+//! * On the real 2KiB circuit and the 10-partition fixture, the pre-compiled path (recording +
+//!   witness + sparse product) gives the assignment full synthesis gives, element for element,
+//!   and the CPU prover's proof bytes are the same for fixed r, s.
+//! * A real recording survives a save and a load; the engine records a circuit once, saves it,
+//!   loads it after a restart, and records again over a truncated, corrupted or foreign file.
+//! * A wrong recording (consistent file, wrong coefficient) is caught: the partition is
+//!   synthesized in full, the job's proof verifies, the recording is given up.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use blstrs::Scalar as Fr;
+use common::{wait_until, within, Stub};
+use cuzk::{
+    engine::{Config, Engine, JobRequest, SynthesisMode},
+    params::Srs,
+    pce::{self, file},
+    porep::{self, FixtureShape},
+    prover::{cpu::CpuProver, ProvingAssignment, StageTimes},
+    timeline::{Event, EventKind},
+};
+
+fn first_difference(x: &ProvingAssignment, y: &ProvingAssignment) -> Option<String> {
+    for (name, p, q) in [
+        ("a", &x.a, &y.a),
+        ("b", &x.b, &y.b),
+        ("c", &x.c, &y.c),
+        ("inputs", &x.input_assignment, &y.input_assignment),
+        ("aux", &x.aux_assignment, &y.aux_assignment),
+    ] {
+        if p.len() != q.len() {
+            return Some(format!("{name}: length {} vs {}", p.len(), q.len()));
+        }
+        if let Some(i) = p.iter().zip(q.iter()).position(|(u, v)| u != v) {
+            return Some(format!("{name}[{i}] differs"));
+        }
+    }
+    for (name, p, q) in [
+        ("A aux density", &x.a_aux_density, &y.a_aux_density),
+        ("B input density", &x.b_input_density, &y.b_input_density),
+        ("B aux density", &x.b_aux_density, &y.b_aux_density),
+    ] {
+        if p != q {
+            return Some(format!("{name} differs"));
+        }
+    }
+    (x != y).then(|| "assignments differ".to_string())
+}
+
+fn prepared(shape: FixtureShape) -> (porep::PreparedJob, Arc<Srs>) {
+    let (spec, _, c1) = common::fixture(shape);
+    let parsed = porep::parse_c1(&c1).unwrap();
+    let job = porep::prepare(parsed.c1, spec.prover_id(), spec.sector_id, shape).unwrap();
+    let cache = cuzk::params::SrsCache::new(common::params_dir());
+    let srs = cache
+        .get(
+            job.circuits.params_id(),
+            &cuzk::budget::Budget::new(u64::MAX),
+        )
+        .unwrap();
+    (job, srs)
+}
+
+/// The pre-compiled assignment of partitions `ks` equals full synthesis's; returns the
+/// recording and the assignments of the first partition (pre-compiled, full).
+fn check_equal(
+    shape: FixtureShape,
+    ks: &[usize],
+) -> (
+    pce::Recording,
+    ProvingAssignment,
+    ProvingAssignment,
+    Arc<Srs>,
+) {
+    let (job, srs) = prepared(shape);
+    let c = &job.circuits;
+    let rec = c.record(None).unwrap();
+    rec.check().unwrap();
+    assert_eq!((rec.inputs, rec.aux), (srs.size.inputs, srs.size.aux));
+    eprintln!(
+        "{:?}: {} constraints, {} terms, {} coefficients, {:.1} bytes per constraint",
+        shape,
+        rec.constraints(),
+        rec.terms(),
+        rec.dict.len(),
+        rec.bytes() as f64 / rec.constraints() as f64
+    );
+    let mut first = None;
+    for &k in ks {
+        let w = c.synthesize_witness(k, Some(rec.aux), None).unwrap();
+        assert!(w.classes_match(), "partition {k}: class table");
+        assert_eq!(w.compact().to_dense(), w.aux, "partition {k}: compact form");
+        let ours = pce::assignment(&rec, w, Some(srs.size)).unwrap();
+        let full = c.synthesize(k, Some(srs.size), None).unwrap();
+        if let Some(d) = first_difference(&ours, &full) {
+            panic!("{shape:?} partition {k}: {d}");
+        }
+        if first.is_none() {
+            first = Some((ours, full));
+        }
+    }
+    let (ours, full) = first.unwrap();
+    (rec, ours, full, srs)
+}
+
+#[test]
+fn real_2kib_circuit_pre_compiled_equals_full_synthesis_and_round_trips() {
+    let (rec, _, _, _) = check_equal(FixtureShape::default(), &[0]);
+    assert_eq!(rec.constraints(), 2_687_921 + 40);
+    let dir = tempfile::tempdir().unwrap();
+    let p = file::path(dir.path(), &rec.id);
+    file::save(&rec, &p).unwrap();
+    let len = std::fs::metadata(&p).unwrap().len();
+    eprintln!(
+        "file: {len} bytes, {:.1} bytes per constraint",
+        len as f64 / rec.constraints() as f64
+    );
+    let back = file::load(&p, &rec.id, Some((rec.inputs, rec.aux))).unwrap();
+    assert!(back == rec, "recording changed in a save and load");
+}
+
+#[test]
+fn ten_partition_fixture_pre_compiled_equals_full_synthesis_with_the_same_proof() {
+    let shape = FixtureShape {
+        partitions: 10,
+        layers: 0,
+    };
+    let (_, ours, full, srs) = check_equal(shape, &[0, 9]);
+    // The same proof bytes for the same r and s.
+    let params = srs.params().unwrap();
+    let (r, s) = (Fr::from(12345u64), Fr::from(67890u64));
+    let mut bytes = Vec::new();
+    for asg in [ours, full] {
+        let p = CpuProver
+            .prove_with_params(asg, &params, r, s, &mut StageTimes::default())
+            .unwrap();
+        let mut b = Vec::new();
+        p.write(&mut b).unwrap();
+        bytes.push(b);
+    }
+    assert_eq!(bytes[0], bytes[1], "proof bytes differ");
+}
+
+fn real_2kib() -> JobRequest {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    JobRequest {
+        c1,
+        sector_id: spec.sector_id,
+        prover_id: spec.prover_id(),
+        priority: 0,
+        fixture: FixtureShape::default(),
+    }
+}
+
+type Notes = Arc<Mutex<Vec<String>>>;
+
+/// An engine proving with `prover` whose recordings live in `dir`, and the SYNTH_END notes.
+fn engine_in(
+    dir: &std::path::Path,
+    prover: Box<dyn cuzk::prover::ProverBackend>,
+    self_check: bool,
+) -> (Arc<Engine>, Notes) {
+    let e = Arc::new(
+        Engine::start_with_backends(
+            Config {
+                params_dir: common::params_dir(),
+                pce_dir: dir.to_path_buf(),
+                synthesis: Some(SynthesisMode::Pce),
+                self_check,
+                synthesis_workers: 2,
+                ..Config::default()
+            },
+            vec![prover],
+        )
+        .unwrap(),
+    );
+    let notes: Notes = Arc::default();
+    let n = notes.clone();
+    e.add_timeline_sink(Arc::new(move |ev: &Event| {
+        if ev.kind == EventKind::SynthEnd {
+            n.lock().unwrap().push(ev.detail.clone());
+        }
+    }));
+    (e, notes)
+}
+
+/// Proves one job and returns its output and its partition's SYNTH_END note (the path).
+fn prove_and_wait(e: &Arc<Engine>, notes: &Notes, req: &JobRequest) -> (cuzk::JobOutput, String) {
+    let before = notes.lock().unwrap().len();
+    let id = e.submit(req.clone()).unwrap();
+    let out = e.await_job(id, None).unwrap();
+    // Events reach sinks on the timeline's own thread.
+    wait_until(60, "the SYNTH_END event", || {
+        notes.lock().unwrap().len() > before
+    });
+    let note = notes.lock().unwrap()[before].clone();
+    (out, note)
+}
+
+fn settled(e: &Engine) {
+    wait_until(300, "recordings settled", || e.status().pce_working == 0);
+}
+
+#[test]
+fn the_engine_records_once_saves_loads_and_records_again_over_bad_files() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(1200, "record, load, bad files", move || {
+        let (e, notes) = engine_in(&d, Box::new(Stub::default()), false);
+        // First job: full synthesis while the recording is made.
+        assert_eq!(prove_and_wait(&e, &notes, &req).1, "full");
+        settled(&e);
+        let st = e.status();
+        assert_eq!(
+            (st.pce_recorded, st.pce_loaded, st.pce_resident),
+            (1, 0, 1),
+            "{st:?}"
+        );
+        // The recording is in the memory budget.
+        assert!(st.pce_resident_bytes > 0 && st.memory_reserved >= st.pce_resident_bytes);
+        // Second job: pre-compiled.
+        assert_eq!(prove_and_wait(&e, &notes, &req).1, "pce");
+        e.shutdown().unwrap();
+        assert_eq!(
+            e.status().memory_reserved,
+            0,
+            "recording kept after shutdown"
+        );
+        let files: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let path = files[0].clone();
+        assert!(path.to_string_lossy().ends_with(".cuzk-pce"));
+
+        // After a restart it is loaded, not recorded.
+        let (e, notes) = engine_in(&d, Box::new(Stub::default()), false);
+        prove_and_wait(&e, &notes, &req);
+        settled(&e);
+        assert_eq!(prove_and_wait(&e, &notes, &req).1, "pce");
+        let st = e.status();
+        assert_eq!((st.pce_recorded, st.pce_loaded), (0, 1), "{st:?}");
+        e.shutdown().unwrap();
+
+        // Truncated, a byte flipped, another circuit's: rejected, recorded again, saved.
+        let good = std::fs::read(&path).unwrap();
+        let mut flipped = good.clone();
+        let mid = flipped.len() / 2;
+        flipped[mid] ^= 1;
+        let mut foreign = good.clone();
+        foreign[24] ^= 0x20; // a character of the circuit id
+        for (what, bytes) in [
+            ("truncated", good[..good.len() - 1].to_vec()),
+            ("flipped", flipped),
+            ("foreign", foreign),
+            ("empty", Vec::new()),
+        ] {
+            std::fs::write(&path, &bytes).unwrap();
+            let (e, notes) = engine_in(&d, Box::new(Stub::default()), false);
+            assert_eq!(prove_and_wait(&e, &notes, &req).1, "full", "{what}");
+            settled(&e);
+            assert_eq!(prove_and_wait(&e, &notes, &req).1, "pce", "{what}");
+            let st = e.status();
+            assert_eq!(
+                (st.pce_rejected_files, st.pce_recorded, st.pce_loaded),
+                (1, 1, 0),
+                "{what}: {st:?}"
+            );
+            e.shutdown().unwrap();
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                good,
+                "{what}: not saved again"
+            );
+        }
+    });
+}
+
+#[test]
+fn a_wrong_recording_is_caught_and_the_job_proved_by_full_synthesis() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    // A recording with one coefficient of C changed, on a term whose value in this witness is
+    // not zero (so its row no longer holds), saved as a consistent file.
+    let (job, srs) = prepared(FixtureShape::default());
+    let mut rec = job.circuits.record(None).unwrap();
+    let w = job.circuits.synthesize_witness(0, None, None).unwrap();
+    let t = rec
+        .c
+        .cols
+        .iter()
+        .position(|&col| col & pce::INPUT_BIT == 0 && w.aux[col as usize] != Fr::from(0u64))
+        .unwrap();
+    rec.c.coeffs[t] = if rec.c.coeffs[t] == 0 { 1 } else { 0 };
+    let path = file::path(&d, &rec.id);
+    file::save(&rec, &path).unwrap();
+    drop((job, srs, rec, w));
+    within(1200, "wrong recording", move || {
+        let (e, notes) = engine_in(&d, Box::new(CpuProver), true);
+        e.preload(&req).unwrap();
+        assert_eq!(e.status().pce_loaded, 1);
+        let (out, note) = prove_and_wait(&e, &notes, &req);
+        assert_eq!(note, "full;pce-rejected");
+        assert!(out.verified);
+        let v = cuzk::porep::verify::verify_seal(&req.c1, req.prover_id, req.sector_id, &out.proof);
+        assert!(matches!(v, Ok(true)), "{v:?}");
+        let st = e.status();
+        assert_eq!((st.pce_distrusted, st.pce_fallbacks), (1, 1), "{st:?}");
+        assert!(!path.exists(), "the wrong recording's file is still there");
+        e.shutdown().unwrap();
+    });
+}
