@@ -5,6 +5,7 @@
 # timelines and waterfalls go to $OUT.
 #   scripts/device-bench.sh info | selftest | setup FIXTURE | bench NAME FIXTURE COUNT [ARGS...]
 #                           | calls NAME FIXTURE DEVICES WIDTHS | params-faults FIXTURE
+#                           | synth NAME FIXTURE CONCURRENCY REPS
 # FIXTURE: 2k (real 2KiB), p10 (10 partitions x 1 challenge), scaled (p10 with 11 layers:
 # the 32GiB-shaped scaled circuit). ARGS go to `cuzk bench batch` (e.g. -j 16 --gpu-batch 4
 # --baseline-bin fp-supraseal=.dev/fp-supraseal --baseline-jobs 1 --baseline-count 10).
@@ -61,6 +62,16 @@ case ${1:-} in
       --widths "$5" --reps 3 --json "$OUT/$name.json" > "$OUT/$name.out" 2> "$OUT/$name.log"
     rc=$?
     cat "$OUT/$name.out"; [[ $rc = 0 ]] || tail -3 "$OUT/$name.log"
+    exit $rc ;;
+  synth)
+    # Synthesis cost by path (full, witness only, witness + sparse product): synth NAME FIXTURE
+    # CONCURRENCY REPS.
+    name=$2 fx=$3
+    stamp "synth $name"
+    $BIN bench synth --c1 "$(c1 "$fx")" --sector-id 1 --miner-id 1000 $(shape "$fx") \
+      --concurrency "$4" --reps "$5" --json "$OUT/$name.json" > "$OUT/$name.out" 2> "$OUT/$name.log"
+    rc=$?
+    grep -v '^RESULT' "$OUT/$name.out"; [[ $rc = 0 ]] || tail -3 "$OUT/$name.log"
     exit $rc ;;
   params-faults)
     # The fixture's .params truncated at every section boundary (one byte either side too),

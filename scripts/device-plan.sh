@@ -10,6 +10,9 @@
 #                                   # GPUs, call cost, 1 GPU with 16 cores (parameters: 147 s)
 #   scripts/device-plan.sh h200-hardening # issue 11: damaged .params/.vk with the cuda build
 #                                   # (PARAMS, never a crash), then a verified stream
+#   scripts/device-plan.sh h200-pce-p10    # issue 12: synthesis cost by path, alone and 16 at
+#   scripts/device-plan.sh h200-pce-scaled # once; streams with pre-compiled and full synthesis
+#                                   # against the incumbent (p10: pce twice, recorded then loaded)
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
@@ -77,7 +80,24 @@ case ${1:-} in
     $D params-faults p10
     $D bench p10-hardened p10 8 -j 4
     ;;
-  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening" >&2; exit 2 ;;
+  h200-pce-p10)
+    $D info
+    $D setup p10
+    $D synth synth-p10-1 p10 1 3
+    $D synth synth-p10-16 p10 16 2
+    CUZK_SYNTHESIS=pce $D bench p10-pce-first p10 20 -j 8
+    CUZK_SYNTHESIS=full $D bench p10-full p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
+    CUZK_SYNTHESIS=pce $D bench p10-pce p10 20 -j 8
+    ;;
+  h200-pce-scaled)
+    $D info
+    $D setup scaled
+    $D synth synth-scaled-1 scaled 1 2
+    $D synth synth-scaled-16 scaled 16 1
+    CUZK_SYNTHESIS=full $D bench scaled-full scaled 12 -j 4 $SUPRA --baseline-jobs 1 --baseline-count 2
+    CUZK_SYNTHESIS=pce $D bench scaled-pce scaled 12 -j 4
+    ;;
+  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"

@@ -74,9 +74,13 @@ fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
     let out = engine.await_job(good, None).unwrap();
     assert_eq!(out.proof.len(), 2 * 192);
     assert!(out.verified);
+    common::wait_until(300, "recording settled", || {
+        engine.status().pce_working == 0
+    });
     let st = engine.status();
     assert_eq!((st.completed, st.failed), (1, 1));
-    // Every partition gave its memory back; what stays reserved is the resident parameters.
+    // Every partition gave its memory back; what stays reserved is the resident parameters
+    // and the circuit's recording.
     let resident: u64 = st
         .resident_params
         .iter()
@@ -86,7 +90,11 @@ fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
                 .len()
         })
         .sum();
-    assert_eq!(st.memory_reserved, resident, "{st:?}");
+    assert_eq!(
+        st.memory_reserved,
+        resident + st.pce_resident_bytes,
+        "{st:?}"
+    );
     // The process grew by no more than what the engine reserved, plus a margin for code,
     // threads and the allocator: the reservation covers what the work really uses.
     let grew = common::proc_status_bytes("VmHWM:").saturating_sub(rss_before);

@@ -18,7 +18,7 @@ use std::{
 use blstrs::Bls12;
 use common::{wait_until, within, Gate, Stub};
 use cuzk::{
-    engine::{Config, Engine, JobRequest},
+    engine::{Config, Engine, JobRequest, SynthesisMode},
     porep::FixtureShape,
     timeline::{Event, EventKind},
     Status,
@@ -31,6 +31,8 @@ fn stub_engine(stub: Stub) -> Arc<Engine> {
                 params_dir: common::params_dir(),
                 self_check: false,
                 synthesis_workers: 2,
+                // Engine behaviour, not the synthesis path (tests/pce.rs has that).
+                synthesis: Some(SynthesisMode::Full),
                 ..Config::default()
             },
             vec![Box::new(stub)],
@@ -381,6 +383,8 @@ fn engine_with(stub: Stub, cfg: Config) -> Arc<Engine> {
                 params_dir: common::params_dir(),
                 self_check: false,
                 synthesis_workers: 2,
+                // Engine behaviour, not the synthesis path (tests/pce.rs has that).
+                synthesis: Some(SynthesisMode::Full),
                 ..cfg
             },
             vec![Box::new(stub)],

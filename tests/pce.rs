@@ -316,3 +316,39 @@ fn a_wrong_recording_is_caught_and_the_job_proved_by_full_synthesis() {
         e.shutdown().unwrap();
     });
 }
+
+#[test]
+fn shutdown_while_a_recording_is_made_returns_and_keeps_nothing() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(600, "shutdown during a recording", move || {
+        for _ in 0..3 {
+            let (e, _) = engine_in(&d, Box::new(Stub::default()), false);
+            let id = e.submit(req.clone()).unwrap();
+            // The recording starts with the first partition's synthesis.
+            wait_until(120, "a recording under way", || {
+                let st = e.status();
+                st.pce_working == 1 || st.pce_resident == 1
+            });
+            e.shutdown().unwrap();
+            assert!(e.await_job(id, None).is_err() || e.status().completed == 1);
+            let st = e.status();
+            assert_eq!(
+                (st.memory_reserved, st.pce_resident, st.pce_working),
+                (0, 0, 0),
+                "{st:?}"
+            );
+            // No half-written file is left behind.
+            for f in std::fs::read_dir(&d).unwrap() {
+                let p = f.unwrap().path();
+                assert!(
+                    p.to_string_lossy().ends_with(".cuzk-pce"),
+                    "{p:?} left behind"
+                );
+            }
+            std::fs::remove_dir_all(&d).ok();
+            std::fs::create_dir_all(&d).unwrap();
+        }
+    });
+}

@@ -26,8 +26,11 @@ use crate::{
 /// Bytes per constraint a recording is budgeted while it is made (it takes ~46).
 const RECORDING_BYTES_PER_CONSTRAINT: u64 = 56;
 
-fn recording_estimate(srs: &Srs) -> u64 {
-    srs.size.constraints as u64 * RECORDING_BYTES_PER_CONSTRAINT
+fn recording_room(srs: &Srs) -> pce::Room {
+    pce::Room {
+        recording: srs.size.constraints as u64 * RECORDING_BYTES_PER_CONSTRAINT,
+        partition: srs.size.working_bytes(),
+    }
 }
 
 /// Loads (or records) the circuit's recording on this thread (preload).
@@ -36,7 +39,7 @@ pub(super) fn load_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, sr
     let _ = inner.pce.load_or_record(
         circuits.params_id(),
         (srs.size.inputs, srs.size.aux),
-        recording_estimate(srs),
+        recording_room(srs),
         move |abort| c.record(Some(abort)).map_err(|e| e.message),
     );
 }
@@ -65,7 +68,7 @@ fn synthesize_partition(
         inner.pce.start(
             id,
             (srs.size.inputs, srs.size.aux),
-            recording_estimate(srs),
+            recording_room(srs),
             move |abort| c.record(Some(abort)).map_err(|e| e.message),
         );
         return full();

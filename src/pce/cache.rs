@@ -28,6 +28,14 @@ pub struct Held {
     _reservation: Reservation,
 }
 
+/// Memory a recording needs: its own (an estimate while it is recorded) and one partition's
+/// working memory that must still fit beside everything resident.
+#[derive(Clone, Copy, Debug)]
+pub struct Room {
+    pub recording: u64,
+    pub partition: u64,
+}
+
 /// Where a circuit's recording stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PceState {
@@ -143,6 +151,9 @@ impl PceCache {
     /// Claims `id` for loading or recording; false where it is ready, under way, failed, or
     /// waiting to be tried again.
     fn claim(&self, id: &str) -> bool {
+        if self.abort.load(Ordering::SeqCst) {
+            return false;
+        }
         let mut slots = self.slots.lock();
         match slots.get(id) {
             None => {}
@@ -160,7 +171,7 @@ impl PceCache {
         self: &Arc<Self>,
         id: &str,
         expect: (usize, usize),
-        estimate: u64,
+        room: Room,
         record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String> + Send + 'static,
     ) {
         if !self.claim(id) {
@@ -170,7 +181,7 @@ impl PceCache {
         let id = id.to_string();
         let spawned = std::thread::Builder::new()
             .name("cuzk-pce".into())
-            .spawn(move || me.fill(&id, expect, estimate, record));
+            .spawn(move || me.fill(&id, expect, room, record));
         match spawned {
             Ok(h) => {
                 let mut threads = self.threads.lock();
@@ -186,14 +197,14 @@ impl PceCache {
         &self,
         id: &str,
         expect: (usize, usize),
-        estimate: u64,
+        room: Room,
         record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
     ) -> Result<Arc<Held>, PceState> {
         if let Some(h) = self.get(id) {
             return Ok(h);
         }
         if self.claim(id) {
-            self.fill(id, expect, estimate, record);
+            self.fill(id, expect, room, record);
         } else {
             // Another thread is at it: wait for it.
             while self.state(id) == PceState::Working {
@@ -211,9 +222,13 @@ impl PceCache {
         &self,
         id: &str,
         expect: (usize, usize),
-        estimate: u64,
+        room: Room,
         record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
     ) {
+        let Room {
+            recording: estimate,
+            partition: headroom,
+        } = room;
         let path = file::path(&self.dir, id);
         let t = Instant::now();
         let (rec, from_disk) = match file::load(&path, id, Some(expect)) {
@@ -224,7 +239,7 @@ impl PceCache {
                     log::warn!("recording not used, recording it again: {e}");
                 }
                 // Room for the tables while they are recorded, given back after.
-                let Some(room) = self.make_room(estimate) else {
+                let Some(room) = self.make_room(estimate, headroom) else {
                     log::info!(
                         "no room in the memory budget to record circuit {id} now ({} MiB): full synthesis meanwhile",
                         estimate >> 20
@@ -258,7 +273,7 @@ impl PceCache {
             }
         };
         let bytes = rec.bytes();
-        let Some(reservation) = self.make_room_resident(bytes) else {
+        let Some(reservation) = self.make_room_resident(bytes, headroom) else {
             log::info!(
                 "recording of circuit {id} ({} MiB) does not fit the memory budget now: full synthesis meanwhile",
                 bytes >> 20
@@ -291,8 +306,14 @@ impl PceCache {
                 );
             }
         }
-        self.set(
-            id,
+        let mut slots = self.slots.lock();
+        if self.abort.load(Ordering::SeqCst) {
+            // Shut down meanwhile: nothing may stay reserved.
+            slots.remove(id);
+            return;
+        }
+        slots.insert(
+            id.to_string(),
             Slot::Ready {
                 held: Arc::new(Held {
                     rec,
@@ -303,10 +324,15 @@ impl PceCache {
         );
     }
 
-    /// Evicts least recently used recordings until `bytes` fit, then reserves them.
-    fn make_room_with(&self, bytes: u64, resident: bool) -> Option<Reservation> {
+    /// Evicts least recently used recordings until `bytes` fit, then reserves them. Memory
+    /// resident for good (parameters, recordings) must leave room for `headroom` (one
+    /// partition) beside it, or no partition could ever be synthesized.
+    fn make_room_with(&self, bytes: u64, headroom: u64, resident: bool) -> Option<Reservation> {
         loop {
-            let r = if resident {
+            let fits_beside = self.budget.resident() + bytes + headroom <= self.budget.total();
+            let r = if !fits_beside {
+                None
+            } else if resident {
                 self.budget.try_acquire_resident(bytes)
             } else {
                 self.budget.try_acquire(bytes)
@@ -328,12 +354,12 @@ impl PceCache {
         }
     }
 
-    fn make_room(&self, bytes: u64) -> Option<Reservation> {
-        self.make_room_with(bytes, false)
+    fn make_room(&self, bytes: u64, headroom: u64) -> Option<Reservation> {
+        self.make_room_with(bytes, headroom, false)
     }
 
-    fn make_room_resident(&self, bytes: u64) -> Option<Reservation> {
-        self.make_room_with(bytes, true)
+    fn make_room_resident(&self, bytes: u64, headroom: u64) -> Option<Reservation> {
+        self.make_room_with(bytes, headroom, true)
     }
 
     /// A recording was caught giving a wrong assignment: it is dropped, its file removed, and

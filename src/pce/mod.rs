@@ -21,8 +21,9 @@ mod witness;
 
 use bellperson::multiexp::DensityTracker;
 use blstrs::Scalar as Fr;
+use ff::Field;
 
-pub use cache::{Held, PceCache, PceState, PceStats};
+pub use cache::{Held, PceCache, PceState, PceStats, Room};
 pub use product::assignment;
 pub use record::RecordingCS;
 pub use witness::{CompactWitness, Witness, WitnessTarget};
@@ -164,7 +165,11 @@ impl Recording {
     /// Checks the tables' internal consistency (after a load, before any product reads them).
     pub fn check(&self) -> Result<(), String> {
         let rows = self.constraints();
-        if self.dict.len() < 2 || self.dict.len() > MAX_DICT {
+        if self.dict.len() < 2
+            || self.dict.len() > MAX_DICT
+            || self.dict[0] != Fr::ONE
+            || self.dict[1] != -Fr::ONE
+        {
             return Err("bad coefficient dictionary".into());
         }
         for (name, m) in [("A", &self.a), ("B", &self.b), ("C", &self.c)] {

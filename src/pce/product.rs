@@ -13,18 +13,16 @@ use super::{
 use crate::{params::CircuitSize, prover::ProvingAssignment};
 
 /// Rows per parallel task.
-const CHUNK: usize = 1 << 12;
-
-/// What the product needs of a coefficient code: its value and whether it is ±1.
-#[derive(Clone, Copy)]
-enum Coeff {
-    One,
-    MinusOne,
-    Other(Fr),
-}
+const CHUNK: usize = 1 << 14;
+/// Net counts of ±1 terms up to this size are added from a table.
+const SMALL: i64 = 256;
 
 struct Eval<'a> {
-    dict: &'a [Coeff],
+    /// Coefficients by code; codes 0 and 1 are `ONE` and `-ONE` (checked by
+    /// [`Recording::check`]) and are never looked up.
+    dict: &'a [Fr],
+    /// `i * ONE` for `i` in `-SMALL..=SMALL`, at `i + SMALL`.
+    small: &'a [Fr],
     w: &'a Witness,
 }
 
@@ -32,19 +30,27 @@ impl Eval<'_> {
     #[inline]
     fn row(&self, m: &Matrix, r: usize) -> Fr {
         let (lo, hi) = (m.row_start[r] as usize, m.row_start[r + 1] as usize);
-        let mut acc = Fr::ZERO;
+        // Most rows have one or two contributions: the first is taken as it is (no addition).
+        let mut acc: Option<Fr> = None;
+        let mut add = |x: Fr| {
+            acc = Some(match acc {
+                None => x,
+                Some(a) => a + x,
+            })
+        };
+        // Terms whose variable is 1 and whose coefficient is +1 (or -1) only count.
+        let mut ones: i64 = 0;
         for (&col, &code) in m.cols[lo..hi].iter().zip(&m.coeffs[lo..hi]) {
-            let coeff = self.dict[code as usize];
             let v = if col & INPUT_BIT != 0 {
                 &self.w.inputs[(col & !INPUT_BIT) as usize]
             } else {
                 let j = col as usize;
-                match (self.w.classes[j / 32] >> (2 * (j % 32))) & 3 {
+                match (self.w.classes[j >> 5] >> ((j & 31) << 1)) & 3 {
                     ONE => {
-                        match coeff {
-                            Coeff::One => acc += Fr::ONE,
-                            Coeff::MinusOne => acc -= Fr::ONE,
-                            Coeff::Other(k) => acc += k,
+                        match code {
+                            0 => ones += 1,
+                            1 => ones -= 1,
+                            k => add(self.dict[k as usize]),
                         }
                         continue;
                     }
@@ -52,13 +58,37 @@ impl Eval<'_> {
                     _ => continue,
                 }
             };
-            match coeff {
-                Coeff::One => acc += v,
-                Coeff::MinusOne => acc -= v,
-                Coeff::Other(k) => acc += *v * k,
+            match code {
+                0 => add(*v),
+                1 => add(-*v),
+                k => add(*v * self.dict[k as usize]),
             }
         }
-        acc
+        if ones != 0 {
+            if ones.abs() <= SMALL {
+                add(self.small[(ones + SMALL) as usize]);
+            } else if ones > 0 {
+                add(Fr::from(ones as u64));
+            } else {
+                add(-Fr::from(ones.unsigned_abs()));
+            }
+        }
+        acc.unwrap_or(Fr::ZERO)
+    }
+}
+
+/// a·b = c, with a multiplication only where neither side is 0 or 1.
+#[inline]
+fn holds(a: &Fr, b: &Fr, c: &Fr) -> bool {
+    let (zero, one) = (Fr::ZERO, Fr::ONE);
+    if *a == zero || *b == zero {
+        *c == zero
+    } else if *b == one {
+        c == a
+    } else if *a == one {
+        c == b
+    } else {
+        *a * *b == *c
     }
 }
 
@@ -84,44 +114,45 @@ pub fn assignment(
         return Err("the witness's class table does not match its aux values".into());
     }
     let n = rec.constraints();
-    let dict: Vec<Coeff> = rec
-        .dict
-        .iter()
-        .map(|k| {
-            if *k == Fr::ONE {
-                Coeff::One
-            } else if *k == -Fr::ONE {
-                Coeff::MinusOne
+    let small: Vec<Fr> = (-SMALL..=SMALL)
+        .map(|i| {
+            if i < 0 {
+                -Fr::from(i.unsigned_abs())
             } else {
-                Coeff::Other(*k)
+                Fr::from(i as u64)
             }
         })
         .collect();
     let cap = size.map_or(n, |s| s.domain().max(n));
-    let mut a = Vec::with_capacity(cap);
-    let mut b = Vec::with_capacity(cap);
-    let mut c = Vec::with_capacity(cap);
-    a.resize(n, Fr::ZERO);
-    b.resize(n, Fr::ZERO);
-    c.resize(n, Fr::ZERO);
-    let ev = Eval { dict: &dict, w: &w };
+    let ev = Eval {
+        dict: &rec.dict,
+        small: &small,
+        w: &w,
+    };
+    // Written in place by the parallel iterators (no zeroing pass), on huge pages.
+    let column = |m: &Matrix| {
+        let mut v = Vec::with_capacity(cap);
+        crate::sys::os::advise_huge_pages(&mut v);
+        v.par_extend(
+            (0..n)
+                .into_par_iter()
+                .with_min_len(CHUNK)
+                .map(|r| ev.row(m, r)),
+        );
+        v
+    };
+    let a = column(&rec.a);
+    let b = column(&rec.b);
     let first_bad = AtomicUsize::new(usize::MAX);
-    a.par_chunks_mut(CHUNK)
-        .zip(b.par_chunks_mut(CHUNK))
-        .zip(c.par_chunks_mut(CHUNK))
-        .enumerate()
-        .for_each(|(i, ((a, b), c))| {
-            let base = i * CHUNK;
-            for (o, ((a, b), c)) in a.iter_mut().zip(b.iter_mut()).zip(c.iter_mut()).enumerate() {
-                let r = base + o;
-                *a = ev.row(&rec.a, r);
-                *b = ev.row(&rec.b, r);
-                *c = ev.row(&rec.c, r);
-                if *a * *b != *c {
-                    first_bad.fetch_min(r, Ordering::Relaxed);
-                }
-            }
-        });
+    let mut c = Vec::with_capacity(cap);
+    crate::sys::os::advise_huge_pages(&mut c);
+    c.par_extend((0..n).into_par_iter().with_min_len(CHUNK).map(|r| {
+        let v = ev.row(&rec.c, r);
+        if !holds(&a[r], &b[r], &v) {
+            first_bad.fetch_min(r, Ordering::Relaxed);
+        }
+        v
+    }));
     let bad = first_bad.into_inner();
     if bad != usize::MAX {
         return Err(format!(

@@ -121,6 +121,7 @@ impl WitnessTarget {
         };
         if let Some(n) = aux_hint {
             t.w.aux.reserve_exact(n);
+            crate::sys::os::advise_huge_pages(&mut t.w.aux);
             t.w.classes.reserve_exact(n.div_ceil(32));
         }
         t.alloc_input(|| "", || Ok(Fr::ONE))?;

@@ -62,11 +62,13 @@ impl ProvingAssignment {
     pub fn with_capacity(size: Option<CircuitSize>) -> Self {
         let mut pa = ProvingAssignment::default();
         if let Some(s) = size {
-            pa.a.reserve_exact(s.domain());
-            pa.b.reserve_exact(s.domain());
-            pa.c.reserve_exact(s.domain());
+            for v in [&mut pa.a, &mut pa.b, &mut pa.c] {
+                v.reserve_exact(s.domain());
+                crate::sys::os::advise_huge_pages(v);
+            }
             pa.input_assignment.reserve_exact(s.inputs);
             pa.aux_assignment.reserve_exact(s.aux);
+            crate::sys::os::advise_huge_pages(&mut pa.aux_assignment);
         }
         pa
     }

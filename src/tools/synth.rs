@@ -165,12 +165,23 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
             .map(drop)
             .map_err(Error::internal)
     };
+    // The product alone, on witnesses made beforehand.
+    let ws: Vec<pce::Witness> = (0..conc)
+        .map(|i| circuits.synthesize_witness(i % partitions, Some(rec.aux), None))
+        .collect::<Result<_>>()?;
+    let product_f = |k: usize| {
+        let w = ws[k % conc].clone();
+        pce::assignment(&rec, w, Some(size))
+            .map(drop)
+            .map_err(Error::internal)
+    };
     let mut rows = Vec::new();
     let mut full_cpu = 0.0;
     for (name, f) in [
         ("full", &full_f as &(dyn Fn(usize) -> Result<()> + Sync)),
         ("witness", &witness_f),
         ("witness+product", &pce_f),
+        ("product", &product_f),
     ] {
         let (cpu, walls) = measure(reps, conc, partitions, f)?;
         if name == "full" {

@@ -250,11 +250,17 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     let warm_s = warm.elapsed().as_secs_f64();
 
     eprintln!(
-        "cuzk bench batch: {} proofs, {} in flight, {} synthesis workers, {} (parameters loaded in {:.1} s)",
+        "cuzk bench batch: {} proofs, {} in flight, {} synthesis workers, synthesis {:?}, {} (parameters{} ready in {:.1} s)",
         a.count,
         a.concurrency,
         engine.config().synthesis_workers,
+        engine.config().synthesis_mode(),
         a.c1.display(),
+        if engine.config().synthesis_mode() == cuzk::engine::SynthesisMode::Pce {
+            " and recording"
+        } else {
+            ""
+        },
         warm_s
     );
     let pb = progress(a.count, "cuzk");

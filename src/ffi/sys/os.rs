@@ -40,3 +40,32 @@ pub fn process_cpu_time() -> std::time::Duration {
     };
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
+
+/// Asks the kernel to back the spare capacity of `v` with transparent huge pages (where the
+/// system allows it: `madvise` or `always` mode), before it is first written. A partition's
+/// vectors are hundreds of MB, fresh from mmap each time; 2 MiB pages cut the page faults of
+/// their first touch 512-fold. Advice only: nothing changes where the kernel declines.
+pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes < 2 * HUGE {
+            return;
+        }
+        let start = v.as_mut_ptr() as usize;
+        let lo = start.div_ceil(HUGE) * HUGE;
+        let hi = (start + bytes) / HUGE * HUGE;
+        if hi > lo {
+            // SAFETY: the range lies inside the vector's own allocation, which stays alive
+            // for the call; MADV_HUGEPAGE changes no contents, only how pages are backed.
+            unsafe {
+                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = v;
+    }
+}
