@@ -27,6 +27,8 @@ pub struct SynthSpec {
     pub reps: usize,
     /// Partitions synthesized at once.
     pub concurrency: usize,
+    /// Which paths to time (full, witness, witness+product, product); empty: all.
+    pub paths: Vec<String>,
     pub params_dir: PathBuf,
 }
 
@@ -183,6 +185,9 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
         ("witness+product", &pce_f),
         ("product", &product_f),
     ] {
+        if !spec.paths.is_empty() && !spec.paths.iter().any(|p| p == name) {
+            continue;
+        }
         let (cpu, walls) = measure(reps, conc, partitions, f)?;
         if name == "full" {
             full_cpu = cpu;
@@ -193,7 +198,7 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
             cpu_s_per_partition: cpu,
             wall_s_min: walls.iter().cloned().fold(f64::INFINITY, f64::min),
             wall_s_mean: walls.iter().sum::<f64>() / walls.len() as f64,
-            vs_full: cpu / full_cpu,
+            vs_full: if full_cpu > 0.0 { cpu / full_cpu } else { f64::NAN },
         });
     }
     Ok(SynthReport {

@@ -19,6 +19,9 @@ pub struct SynthArgs {
     /// Partitions synthesized at once (as synthesis workers do under a stream).
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
+    /// Paths to time, comma-separated (full, witness, witness+product, product); default all.
+    #[arg(long, value_delimiter = ',')]
+    pub paths: Vec<String>,
     /// Write the results as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -29,6 +32,7 @@ pub fn synth(args: SynthArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
         job: JobArgs { c1, id, shape },
         reps,
         concurrency,
+        paths,
         json,
     } = args;
     let r = tools::synth::run(&tools::synth::SynthSpec {
@@ -38,6 +42,7 @@ pub fn synth(args: SynthArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
         shape: shape.shape(),
         reps,
         concurrency,
+        paths,
         params_dir,
     })?;
     println!(
