@@ -3,10 +3,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc,
-    },
+    sync::{atomic::AtomicBool, Arc},
 };
 
 use bellperson::{
@@ -17,6 +14,7 @@ use blstrs::Scalar as Fr;
 use ff::Field;
 
 use super::{Matrix, Recording, INPUT_BIT, MAX_DICT};
+use crate::prover::assignment::check_abort;
 
 /// Coefficients seen so far: `ONE` is entry 0 and `-ONE` entry 1, the rest by first use.
 struct Dictionary {
@@ -209,16 +207,7 @@ impl ConstraintSystem<Fr> for RecordingCS {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        if self.aux % (1 << 14) == 0 {
-            if let Some(flag) = &self.abort {
-                if flag.load(Ordering::Relaxed) {
-                    return Err(SynthesisError::IoError(std::io::Error::new(
-                        std::io::ErrorKind::Interrupted,
-                        "recording aborted",
-                    )));
-                }
-            }
-        }
+        check_abort(self.aux, &self.abort)?;
         if self.aux >= INPUT_BIT as usize && self.error.is_none() {
             self.error = Some("more than 2^31 aux variables".into());
         }

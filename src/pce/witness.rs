@@ -1,21 +1,17 @@
 //! Witness-only synthesis: the alloc closures run, the enforce closures do not.
 
-use std::sync::{
-    atomic::{AtomicBool, Ordering},
-    Arc,
-};
+use std::sync::{atomic::AtomicBool, Arc};
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use ff::Field;
 
+use crate::prover::assignment::check_abort;
+
 /// Class of an aux value, two bits per variable in [`Witness::classes`].
 pub const ZERO: u64 = 0;
 pub const ONE: u64 = 1;
 pub const OTHER: u64 = 2;
-
-/// How many allocations pass between two looks at the abort flag.
-const ABORT_CHECK_EVERY: usize = 1 << 14;
 
 /// A partition's witness: the values, and for every aux value whether it is 0, 1 or other
 /// (two bits per variable, 32 per word), which lets the sparse product skip the 32-byte value
@@ -147,16 +143,7 @@ impl ConstraintSystem<Fr> for WitnessTarget {
         AR: Into<String>,
     {
         let j = self.w.aux.len();
-        if j % ABORT_CHECK_EVERY == 0 {
-            if let Some(flag) = &self.abort {
-                if flag.load(Ordering::Relaxed) {
-                    return Err(SynthesisError::IoError(std::io::Error::new(
-                        std::io::ErrorKind::Interrupted,
-                        "synthesis aborted",
-                    )));
-                }
-            }
-        }
+        check_abort(j, &self.abort)?;
         let v = f()?;
         if j % 32 == 0 {
             self.w.classes.push(0);

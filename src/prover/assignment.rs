@@ -57,6 +57,25 @@ impl PartialEq for ProvingAssignment {
 /// How many allocations pass between two looks at the abort flag.
 const ABORT_CHECK_EVERY: usize = 1 << 14;
 
+/// For a synthesis target at its `allocated`-th variable: an `Interrupted` error once `abort`
+/// is set (looked at every [`ABORT_CHECK_EVERY`] variables).
+pub fn check_abort(
+    allocated: usize,
+    abort: &Option<Arc<AtomicBool>>,
+) -> Result<(), SynthesisError> {
+    if allocated % ABORT_CHECK_EVERY == 0 {
+        if let Some(flag) = abort {
+            if flag.load(Ordering::Relaxed) {
+                return Err(SynthesisError::IoError(std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "synthesis aborted",
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl ProvingAssignment {
     /// An empty assignment with room for a circuit of the given size (avoids reallocation).
     pub fn with_capacity(size: Option<CircuitSize>) -> Self {
@@ -191,16 +210,7 @@ impl ConstraintSystem<Fr> for ProvingAssignment {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        if self.aux_assignment.len() % ABORT_CHECK_EVERY == 0 {
-            if let Some(flag) = &self.abort {
-                if flag.load(Ordering::Relaxed) {
-                    return Err(SynthesisError::IoError(std::io::Error::new(
-                        std::io::ErrorKind::Interrupted,
-                        "synthesis aborted",
-                    )));
-                }
-            }
-        }
+        check_abort(self.aux_assignment.len(), &self.abort)?;
         self.aux_assignment.push(f()?);
         self.a_aux_density.add_element();
         self.b_aux_density.add_element();

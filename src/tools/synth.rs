@@ -198,7 +198,11 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
             cpu_s_per_partition: cpu,
             wall_s_min: walls.iter().cloned().fold(f64::INFINITY, f64::min),
             wall_s_mean: walls.iter().sum::<f64>() / walls.len() as f64,
-            vs_full: if full_cpu > 0.0 { cpu / full_cpu } else { f64::NAN },
+            vs_full: if full_cpu > 0.0 {
+                cpu / full_cpu
+            } else {
+                f64::NAN
+            },
         });
     }
     Ok(SynthReport {
