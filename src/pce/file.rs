@@ -22,7 +22,7 @@ use super::{Matrix, Recording, MAX_DICT};
 
 const MAGIC: &[u8; 8] = b"CUZKPCE\0";
 /// Bumped whenever the layout or the meaning of a field changes.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 const BLOCK: usize = 1 << 20;
 
 /// Where the recording of circuit `params_id` lives in `dir`.

@@ -31,7 +31,7 @@ pub use witness::{CompactWitness, Witness, WitnessTarget};
 /// Marks an input column (the rest of the bits are the input's index).
 pub const INPUT_BIT: u32 = 1 << 31;
 /// Distinct coefficients a recording can hold (codes are `u16`).
-pub const MAX_DICT: usize = 1 << 16;
+pub(crate) const MAX_DICT: usize = 1 << 16;
 
 /// One sparse matrix: row `r` has terms `row_start[r]..row_start[r + 1]`.
 #[derive(Clone, Debug, PartialEq, Eq)]

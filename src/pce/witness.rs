@@ -9,9 +9,9 @@ use ff::Field;
 use crate::prover::assignment::check_abort;
 
 /// Class of an aux value, two bits per variable in [`Witness::classes`].
-pub const ZERO: u64 = 0;
-pub const ONE: u64 = 1;
-pub const OTHER: u64 = 2;
+pub(crate) const ZERO: u64 = 0;
+pub(crate) const ONE: u64 = 1;
+pub(crate) const OTHER: u64 = 2;
 
 /// A partition's witness: the values, and for every aux value whether it is 0, 1 or other
 /// (two bits per variable, 32 per word), which lets the sparse product skip the 32-byte value
