@@ -537,6 +537,8 @@ fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
                     self_check: false,
                     synthesis_workers: 2,
                     memory_budget: budget,
+                    // Exact budget arithmetic: no recording held beside the partitions.
+                    synthesis: Some(cuzk::engine::SynthesisMode::Full),
                     ..Config::default()
                 },
                 vec![Box::new(sim)],
