@@ -81,7 +81,27 @@ mod cuda {
             .cudart("static")
             .debug(false)
             .opt_level(3)
-            .file("kernels/probe.cu");
+            .file("kernels/probe.cu")
+            .file("kernels/groth16.cu")
+            // sppark's field, curve, NTT and MSM headers, and blst's (their host-side types).
+            .define("FEATURE_BLS12_381", None)
+            .define("TAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE", None)
+            .flag("-Xcompiler")
+            .flag("-Wno-unused-function");
+        // blst's host-side helpers are named after the assembly its build chose: with ADX when
+        // the build host has it (blst's own rule, which supraseal-c2 follows too).
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("adx") {
+            b.define("__ADX__", None);
+        }
+        for dep in ["DEP_SPPARK_ROOT", "DEP_BLST_C_SRC"] {
+            match env::var_os(dep) {
+                Some(dir) => {
+                    b.include(dir);
+                }
+                None => panic!("{dep} is not set: the cuda feature needs the sppark and blst crates"),
+            }
+        }
         for a in &archs {
             b.flag("-gencode")
                 .flag(format!("arch=compute_{a},code=sm_{a}"));

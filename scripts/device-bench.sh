@@ -3,8 +3,8 @@
 # binaries in .dev/: cuzk built with --features cuda, and the incumbent builds from
 # scripts/build-baseline.sh as .dev/fp-supraseal and .dev/fp-ecgpu. Logs, JSON summaries,
 # timelines and waterfalls go to $OUT.
-#   scripts/device-bench.sh info | selftest | setup FIXTURE | bench NAME FIXTURE COUNT [ARGS...]
-#                           | calls NAME FIXTURE DEVICES WIDTHS | params-faults FIXTURE
+#   scripts/device-bench.sh info | selftest [N] | sanitize [N] | setup FIXTURE | bench NAME FIXTURE COUNT [ARGS...]
+#                           | calls NAME FIXTURE DEVICES WIDTHS [ARGS...] | params-faults FIXTURE
 #                           | synth NAME FIXTURE CONCURRENCY REPS
 # FIXTURE: 2k (real 2KiB), p10 (10 partitions x 1 challenge), scaled (p10 with 11 layers:
 # the 32GiB-shaped scaled circuit). ARGS go to `cuzk bench batch` (e.g. -j 16 --gpu-batch 4
@@ -35,8 +35,17 @@ case ${1:-} in
     nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version,clocks.sm --format=csv
     nproc; lscpu | grep -E '^(Model name|Thread|Core|Socket)'; free -g | head -2 ;;
   selftest)
-    stamp selftest
+    stamp "selftest ${2:-65536}"
     $BIN selftest --constraints "${2:-65536}" ;;
+  sanitize)
+    # compute-sanitizer's memcheck (and racecheck of shared memory) over a small self-test.
+    stamp "sanitize ${2:-600}"
+    for tool in memcheck racecheck; do
+      compute-sanitizer --tool $tool --error-exitcode 1 $BIN selftest --constraints "${2:-600}" \
+        > "$OUT/sanitize-$tool.log" 2>&1
+      rc=$?; echo "compute-sanitizer $tool: exit $rc"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$tool.log" | tail -2
+      [[ $rc = 0 ]] || { tail -30 "$OUT/sanitize-$tool.log"; exit $rc; }
+    done ;;
   setup)
     stamp "setup $2"
     t0=$SECONDS
@@ -59,7 +68,7 @@ case ${1:-} in
     name=$2 fx=$3
     stamp "calls $name"
     $BIN bench calls --c1 "$(c1 "$fx")" --sector-id 1 --miner-id 1000 $(shape "$fx") --devices "$4" \
-      --widths "$5" --reps 3 --json "$OUT/$name.json" > "$OUT/$name.out" 2> "$OUT/$name.log"
+      --widths "$5" --reps 3 --json "$OUT/$name.json" "${@:6}" > "$OUT/$name.out" 2> "$OUT/$name.log"
     rc=$?
     cat "$OUT/$name.out"; [[ $rc = 0 ]] || tail -3 "$OUT/$name.log"
     exit $rc ;;

@@ -13,6 +13,8 @@
 #   scripts/device-plan.sh h200-pce-p10    # issue 12: synthesis cost by path, alone and 16 at
 #   scripts/device-plan.sh h200-pce-scaled # once; streams with pre-compiled and full synthesis
 #                                   # against the incumbent (p10: pce twice, recorded then loaded)
+#   scripts/device-plan.sh h200-own        # issue 13: cuzk's GPU prover: self-tests (same bytes as
+#                                   # the CPU), compute-sanitizer, call cost against supraseal
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
@@ -97,7 +99,16 @@ case ${1:-} in
     CUZK_SYNTHESIS=full $D bench scaled-full scaled 12 -j 4 $SUPRA --baseline-jobs 1 --baseline-count 2
     CUZK_SYNTHESIS=pce $D bench scaled-pce scaled 12 -j 4
     ;;
-  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled" >&2; exit 2 ;;
+  h200-own)
+    # issue 13, first stage: cuzk's own GPU prover against the CPU (same bytes) and supraseal.
+    $D info
+    for n in 600 5000 65536 150000; do $D selftest $n; done
+    $D sanitize 600
+    $D setup p10
+    CUZK_GPU_PROVER=cuzk $D calls calls-own-p10 p10 1 1 --compare-cpu
+    CUZK_GPU_PROVER=supraseal $D calls calls-supra-p10 p10 1 1,4
+    ;;
+  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"

@@ -196,6 +196,7 @@ mod calls {
             widths,
             reps,
             params_dir: PathBuf::from("."),
+            compare_cpu: false,
         };
         for s in [spec(vec![], 1), spec(vec![1, 0], 1), spec(vec![1], 0)] {
             assert_eq!(run(&s).unwrap_err().status, Status::InvalidArgument);

@@ -37,6 +37,26 @@ pub fn select_backends(cfg: &Config) -> Result<Vec<Box<dyn ProverBackend>>> {
                         )));
                     }
                 }
+                if cfg.gpu_prover == Some(super::config::GpuProver::Cuzk) {
+                    let mut chosen = found;
+                    chosen.truncate(limit.unwrap_or(usize::MAX));
+                    for d in &chosen {
+                        log::info!(
+                            "cuzk: proving on GPU {} ({}, sm_{}{}, {} SMs, {} MiB free) with \
+                             cuzk's GPU prover",
+                            d.ordinal,
+                            d.name,
+                            d.capability.0,
+                            d.capability.1,
+                            d.multiprocessors,
+                            d.free_mem >> 20
+                        );
+                    }
+                    let _ = visible;
+                    return Ok(vec![Box::new(crate::prover::cuzk_gpu::CuzkGpuProver::new(
+                        chosen,
+                    ))]);
+                }
                 // supraseal addresses GPUs by position from 0: use the leading run of usable
                 // ones, up to the number asked for.
                 let mut chosen: Vec<_> = found

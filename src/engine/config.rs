@@ -12,6 +12,7 @@
 //! | `CUZK_DEVICE_COOLDOWN_S` | [`Config::device_cooldown`] |
 //! | `CUZK_SYNTHESIS` | [`Config::synthesis`] (`full` or `pce`) |
 //! | `CUZK_PCE_DIR` | [`Config::pce_dir`] |
+//! | `CUZK_GPU_PROVER` | [`Config::gpu_prover`] (`supraseal` or `cuzk`) |
 //!
 //! A field left at its automatic value (0, empty, `None`) takes the variable, else the
 //! built-in default; a value set in the `Config` wins over the environment.
@@ -43,6 +44,16 @@ pub enum SynthesisMode {
     /// Pre-compiled: the circuit's R1CS recorded once, then per partition the witness only
     /// and a sparse product (`crate::pce`); full synthesis while the recording is made.
     Pce,
+}
+
+/// Which GPU prover a `cuda` build uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuProver {
+    /// supraseal-c2's (several partitions per call, host-side scalar split and G2 tail).
+    Supraseal,
+    /// cuzk's own (`kernels/groth16.cu`): the whole proof on the GPU, parameters resident,
+    /// one partition at a time per GPU.
+    Cuzk,
 }
 
 /// Engine configuration.
@@ -97,6 +108,9 @@ pub struct Config {
     /// Directory of the circuits' recordings (`*.cuzk-pce`). Empty: `CUZK_PCE_DIR`, else the
     /// parameter directory.
     pub pce_dir: PathBuf,
+    /// GPU prover of a `cuda` build. None: `CUZK_GPU_PROVER` (`supraseal` or `cuzk`), else
+    /// supraseal-c2's.
+    pub gpu_prover: Option<GpuProver>,
 }
 
 impl Default for Config {
@@ -126,6 +140,7 @@ impl Default for Config {
             device_cooldown: Duration::ZERO,
             synthesis: None,
             pce_dir: PathBuf::new(),
+            gpu_prover: None,
         }
     }
 }
@@ -205,6 +220,16 @@ impl Config {
                 }
             });
         }
+        if self.gpu_prover.is_none() {
+            self.gpu_prover = Some(match std::env::var("CUZK_GPU_PROVER").as_deref() {
+                Ok("cuzk") => GpuProver::Cuzk,
+                Ok("supraseal") | Err(_) => GpuProver::Supraseal,
+                Ok(v) => {
+                    log::warn!("ignoring CUZK_GPU_PROVER={v:?}: use supraseal or cuzk");
+                    GpuProver::Supraseal
+                }
+            });
+        }
         if self.pce_dir.as_os_str().is_empty() {
             self.pce_dir = std::env::var_os("CUZK_PCE_DIR")
                 .filter(|v| !v.is_empty())
@@ -254,6 +279,7 @@ impl Config {
             && want.device_cooldown == running.device_cooldown
             && want.synthesis == running.synthesis
             && want.pce_dir == running.pce_dir
+            && want.gpu_prover == running.gpu_prover
     }
 
     /// The synthesis path (of a resolved configuration).

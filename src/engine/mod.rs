@@ -44,7 +44,7 @@ use crate::pce::PceCache;
 pub use self::{
     backends::select_backends,
     config::{
-        default_params_dir, Config, SynthesisMode, CANCELLED_RETENTION, DEFAULT_DEVICE_COOLDOWN,
+        default_params_dir, Config, GpuProver, SynthesisMode, CANCELLED_RETENTION, DEFAULT_DEVICE_COOLDOWN,
         DEFAULT_GPU_BATCH, DEFAULT_JOB_RETENTION, DEFAULT_MAX_C1_BYTES, DEFAULT_MAX_JOBS,
     },
     global::{global, global_or_default, shutdown_global, start_global},

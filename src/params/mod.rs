@@ -27,6 +27,9 @@ use blstrs::Bls12;
 use parking_lot::Mutex;
 use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 
+mod bases;
+pub use bases::Bases;
+
 use crate::{
     budget::{Budget, Reservation},
     error::{Error, Result, Status},

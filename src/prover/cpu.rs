@@ -103,7 +103,7 @@ pub fn check_size(asg: &ProvingAssignment, want: &CircuitSize) -> Result<()> {
 /// Combines the multi-exponentiation results into the proof (bellperson's formulas).
 #[allow(clippy::too_many_arguments)]
 pub fn assemble_proof(
-    params: &Parameters<Bls12>,
+    vk: &bellperson::groth16::VerifyingKey<Bls12>,
     r: Fr,
     s: Fr,
     h: blstrs::G1Projective,
@@ -112,7 +112,6 @@ pub fn assemble_proof(
     b_g1: blstrs::G1Projective,
     b_g2: blstrs::G2Projective,
 ) -> Result<Proof<Bls12>> {
-    let vk = &params.vk;
     if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
         return Err(Error::params(
             "parameters have an identity delta (subverted CRS)",
@@ -286,6 +285,6 @@ impl CpuProver {
         );
         let b2_sum = b2_in.wait().map_err(ec)? + b2_aux.wait().map_err(ec)?;
         times.msm_ms = t.elapsed().as_secs_f64() * 1e3;
-        assemble_proof(params, r, s, h, l, a_sum, b1_sum, b2_sum)
+        assemble_proof(&params.vk, r, s, h, l, a_sum, b1_sum, b2_sum)
     }
 }

@@ -4,6 +4,8 @@
 pub mod assignment;
 pub mod cpu;
 #[cfg(feature = "cuda")]
+pub mod cuzk_gpu;
+#[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod reference;
 
@@ -25,6 +27,9 @@ pub struct StageTimes {
     pub gpu_ms: f64,
     /// Host-side preparation before the GPU call (assignment mapping, SRS lookup).
     pub host_ms: f64,
+    /// cuzk's GPU prover, per stage: upload, NTTs (h), H MSM, density compaction, L, A,
+    /// B(G1), B(G2) MSMs. Zero for other backends.
+    pub gpu_stages_ms: [f64; 8],
 }
 
 /// Something that turns one synthesized partition into a Groth16 proof.

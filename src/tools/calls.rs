@@ -40,6 +40,9 @@ pub struct CallsSpec {
     /// Calls per width.
     pub reps: usize,
     pub params_dir: PathBuf,
+    /// Also prove the first partition on the CPU with the r and s of its first GPU proof and
+    /// require the same bytes.
+    pub compare_cpu: bool,
 }
 
 /// One width's measurements.
@@ -56,6 +59,9 @@ pub struct CallRow {
     pub ms_per_partition: f64,
     /// Process CPU time (user + system, all threads) per partition during the calls.
     pub cpu_ms_per_partition: f64,
+    /// Mean per-partition stage times the backend reported (cuzk's GPU prover: upload, NTTs,
+    /// H, compaction, L, A, B(G1), B(G2)), in ms.
+    pub stages_ms: [f64; 8],
 }
 
 /// What `run` measured.
@@ -67,6 +73,8 @@ pub struct CallsReport {
     pub synthesized: usize,
     pub synth_ms: f64,
     pub rows: Vec<CallRow>,
+    /// Whether the first partition's proof had the same bytes on the CPU (when asked).
+    pub identical_to_cpu: Option<bool>,
 }
 
 /// Synthesizes the largest width's partitions once (in parallel), then times `reps` calls of
@@ -116,10 +124,12 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
 
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(0xca11);
     let mut rows = Vec::new();
+    let mut first: Option<(Fr, Fr, Vec<u8>)> = None;
     for &width in &spec.widths {
         let mut walls = Vec::with_capacity(spec.reps);
         let mut cpu = Duration::ZERO;
         let mut used = std::collections::BTreeSet::new();
+        let mut stages = [0f64; 8];
         for _ in 0..spec.reps {
             let rs: Vec<Fr> = (0..width).map(|_| Fr::random(&mut rng)).collect();
             let ss: Vec<Fr> = (0..width).map(|_| Fr::random(&mut rng)).collect();
@@ -138,6 +148,11 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
             })?;
             walls.push(t.elapsed().as_secs_f64() * 1e3);
             cpu += process_cpu_time().saturating_sub(cpu0);
+            for t in &times {
+                for (sum, x) in stages.iter_mut().zip(t.gpu_stages_ms) {
+                    *sum += x / (width * spec.reps) as f64;
+                }
+            }
             if results.len() != width {
                 return Err(Error::internal(format!(
                     "{} results for a call of {width}",
@@ -147,6 +162,13 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
             for (i, (dev, proof)) in results.into_iter().enumerate() {
                 let proof = proof?;
                 used.insert(dev);
+                if i == 0 && first.is_none() {
+                    let mut bytes = Vec::new();
+                    proof
+                        .write(&mut bytes)
+                        .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
+                    first = Some((rs[0], ss[0], bytes));
+                }
                 if !verify_proof(&srs.pvk, &proof, &inputs[ks[i]]).unwrap_or(false) {
                     return Err(Error::new(
                         Status::VerifyFailed,
@@ -164,8 +186,38 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
             call_ms_mean: mean,
             ms_per_partition: mean / width as f64,
             cpu_ms_per_partition: cpu.as_secs_f64() * 1e3 / (width * walls.len()) as f64,
+            stages_ms: stages,
         });
     }
+    let identical_to_cpu = match (spec.compare_cpu, first) {
+        (true, Some((r, s, gpu))) => {
+            let asg = circuits.synthesize(ks[0], Some(srs.size), None)?;
+            let params = srs.params()?;
+            let proof = cuzk::prover::cpu::CpuProver.prove_with_params(
+                asg,
+                &params,
+                r,
+                s,
+                &mut StageTimes::default(),
+            )?;
+            let mut cpu = Vec::new();
+            proof
+                .write(&mut cpu)
+                .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
+            if cpu != gpu {
+                return Err(Error::new(
+                    Status::VerifyFailed,
+                    format!(
+                        "partition {} on {}: the proof differs from the CPU's for the same r and s",
+                        ks[0],
+                        backend.name()
+                    ),
+                ));
+            }
+            Some(true)
+        }
+        _ => None,
+    };
     Ok(CallsReport {
         backend: backend.name().to_string(),
         devices: backend.devices(),
@@ -173,5 +225,6 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
         synthesized: widest,
         synth_ms,
         rows,
+        identical_to_cpu,
     })
 }

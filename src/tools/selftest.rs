@@ -71,6 +71,8 @@ pub struct BackendResult {
     pub prove_ms: f64,
     pub stages: StageTimes,
     pub verified: bool,
+    /// Byte-identical to the CPU backend's proof for the same r and s.
+    pub identical: bool,
 }
 
 /// What `run` found.
@@ -114,22 +116,40 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     let params_ms = t.elapsed().as_secs_f64() * 1e3;
 
     let srs = SrsCache::new(dir.to_path_buf()).get(&id, &Budget::new(u64::MAX / 2))?;
-    let mut backends = engine::select_backends(&engine::Config {
-        devices: devices.to_string(),
-        gpu_batch: 1,
-        params_dir: dir.to_path_buf(),
-        ..engine::Config::default()
-    })?;
-    if backends.iter().all(|b| b.is_gpu()) {
-        backends.push(Box::new(CpuProver));
+    // The CPU first: every other backend's proof must be byte-identical to its proof for the
+    // same r and s. A cuda build tests both GPU provers.
+    let mut backends: Vec<(String, Box<dyn cuzk::prover::ProverBackend>)> =
+        vec![("cpu".into(), Box::new(CpuProver))];
+    for kind in [engine::GpuProver::Supraseal, engine::GpuProver::Cuzk] {
+        if kind == engine::GpuProver::Cuzk && backends.len() == 1 {
+            break; // no GPU (said once, by the first look)
+        }
+        for b in engine::select_backends(&engine::Config {
+            devices: devices.to_string(),
+            gpu_batch: 1,
+            params_dir: dir.to_path_buf(),
+            gpu_prover: Some(kind),
+            ..engine::Config::default()
+        })? {
+            if b.is_gpu() {
+                let label = match kind {
+                    engine::GpuProver::Supraseal => format!("{} supraseal", b.name()),
+                    engine::GpuProver::Cuzk => format!("{} cuzk", b.name()),
+                };
+                backends.push((label, b));
+            }
+        }
     }
     let seed = Fr::from(7u64);
     let mut out = Fr::from(7u64);
     for _ in 0..rounds {
         out = out.square();
     }
+    let r = Fr::random(&mut rng);
+    let s = Fr::random(&mut rng);
+    let mut reference: Option<Vec<u8>> = None;
     let mut results = Vec::new();
-    for b in &backends {
+    for (label, b) in &backends {
         b.prepare(&srs)?;
         let mut asg = Some(
             ProvingAssignment::synthesize(
@@ -141,8 +161,6 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
             )
             .map_err(|e| Error::internal(format!("synthesizing the self-test circuit: {e}")))?,
         );
-        let r = Fr::random(&mut rng);
-        let s = Fr::random(&mut rng);
         let mut stages = StageTimes::default();
         let t = Instant::now();
         let proof = cuzk::error::catch("self-test", cuzk::Status::Proving, || {
@@ -151,11 +169,23 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
         let prove_ms = t.elapsed().as_secs_f64() * 1e3;
         let verified = verify_proof(&srs.pvk, &proof, &[out]).unwrap_or(false)
             && !verify_proof(&srs.pvk, &proof, &[out + Fr::ONE]).unwrap_or(true);
+        let mut bytes = Vec::new();
+        proof
+            .write(&mut bytes)
+            .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
+        let identical = match &reference {
+            None => {
+                reference = Some(bytes);
+                true
+            }
+            Some(cpu) => *cpu == bytes,
+        };
         results.push(BackendResult {
-            backend: b.name().to_string(),
+            backend: label.clone(),
             prove_ms,
             stages,
             verified,
+            identical,
         });
     }
     let _ = std::fs::remove_file(&path);
@@ -169,6 +199,15 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
         return Err(Error::new(
             cuzk::Status::VerifyFailed,
             format!("self-test proof from {} does not verify", bad.backend),
+        ));
+    }
+    if let Some(bad) = report.results.iter().find(|r| !r.identical) {
+        return Err(Error::new(
+            cuzk::Status::VerifyFailed,
+            format!(
+                "self-test proof from {} differs from the CPU's for the same r and s",
+                bad.backend
+            ),
         ));
     }
     Ok(report)

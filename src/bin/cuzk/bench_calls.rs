@@ -26,6 +26,10 @@ pub struct CallsArgs {
     /// Write the results as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Also prove the first partition on the CPU with the same r and s and require the same
+    /// proof bytes.
+    #[arg(long)]
+    pub compare_cpu: bool,
 }
 
 pub fn calls(args: CallsArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
@@ -35,6 +39,7 @@ pub fn calls(args: CallsArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
         widths,
         reps,
         json,
+        compare_cpu,
     } = args;
     let rep = tools::calls::run(&tools::calls::CallsSpec {
         c1: read(&c1)?,
@@ -45,6 +50,7 @@ pub fn calls(args: CallsArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
         widths,
         reps,
         params_dir,
+        compare_cpu,
     })?;
     println!(
         "{} ({}): {} constraints per partition, {} partitions synthesized in {:.0} ms",
@@ -69,10 +75,20 @@ pub fn calls(args: CallsArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
             r.cpu_ms_per_partition
         );
     }
+    if rep.rows.iter().any(|r| r.stages_ms.iter().any(|&x| x > 0.0)) {
+        println!("stages per partition (ms): upload, ntt, h, compact, l, a, b_g1, b_g2");
+        for r in &rep.rows {
+            let st: Vec<String> = r.stages_ms.iter().map(|x| format!("{x:.1}")).collect();
+            println!("{:>5}  {}", r.width, st.join("  "));
+        }
+    }
     println!(
         "all {} proofs verified",
         rep.rows.iter().map(|r| r.width * r.calls).sum::<usize>()
     );
+    if rep.identical_to_cpu == Some(true) {
+        println!("the first partition's proof is byte-identical to the CPU's for the same r and s");
+    }
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&rep)
             .map_err(|e| Error::internal(format!("json: {e}")))?;

@@ -7,8 +7,9 @@ use cuzk::Error;
 
 use crate::tools;
 
-/// Check this host's provers: prove a small synthetic circuit on each GPU the engine would
-/// use (CUZK_DEVICES) and on the CPU, verify every proof, print the times.
+/// Check this host's provers: prove a small synthetic circuit on the CPU and with each GPU
+/// prover on the GPUs the engine would use (CUZK_DEVICES), with the same r and s; every proof
+/// must verify and be byte-identical to the CPU's. Prints the times.
 #[derive(Args)]
 pub struct SelftestArgs {
     /// Constraints in the synthetic circuit.
@@ -33,11 +34,12 @@ pub fn selftest(args: SelftestArgs) -> Result<ExitCode, Error> {
     );
     for r in &rep.results {
         println!(
-            "  {:<8} prove {:>9.1} ms (GPU call {:.1} ms)  verified: {}",
+            "  {:<16} prove {:>9.1} ms (GPU call {:.1} ms)  verified: {}  same bytes as the CPU: {}",
             r.backend,
             r.prove_ms,
             r.stages.gpu_ms,
-            if r.verified { "yes" } else { "NO" }
+            if r.verified { "yes" } else { "NO" },
+            if r.identical { "yes" } else { "NO" }
         );
     }
     Ok(ExitCode::SUCCESS)

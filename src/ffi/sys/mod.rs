@@ -7,4 +7,6 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "cuda")]
+pub mod gpu_prover;
 pub mod os;

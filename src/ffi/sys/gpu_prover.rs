@@ -1,0 +1,268 @@
+//! Bindings to cuzk's own GPU prover in `kernels/groth16.cu`: parameters resident on one GPU
+//! ([`DeviceSrs`]) and one partition's h polynomial and five MSMs on it ([`DeviceSrs::prove`]).
+//!
+//! The kernels take blst's memory layouts, which `blstrs` wraps transparently: `G1Affine` is a
+//! `blst_p1_affine` (x, y in Montgomery form, 96 bytes), `G2Affine` a `blst_p2_affine` (192
+//! bytes), `Scalar` a `blst_fr` (32 bytes, Montgomery form). The sizes are checked at compile
+//! time below and in the CUDA file.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+use blstrs::{Fp, Fp2, G1Affine, G2Affine, Scalar as Fr};
+
+const _: () = assert!(std::mem::size_of::<G1Affine>() == 96);
+const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
+const _: () = assert!(std::mem::size_of::<Fr>() == 32);
+// Density bitmaps arrive as bitvec's `usize` words and are read as 64-bit words.
+const _: () = assert!(std::mem::size_of::<usize>() == 8);
+
+#[repr(C)]
+struct RawSrs {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+struct RawInput {
+    a: *const Fr,
+    b: *const Fr,
+    c: *const Fr,
+    abc_size: usize,
+    lg_domain: u32,
+    inp: *const Fr,
+    n_inp: usize,
+    aux: *const Fr,
+    n_aux: usize,
+    a_aux_density: *const u64,
+    b_inp_density: *const u64,
+    b_aux_density: *const u64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct RawOutput {
+    h: [u64; 12],
+    l: [u64; 12],
+    a: [u64; 12],
+    b1: [u64; 12],
+    b2: [u64; 24],
+    ms: [f64; 8],
+}
+
+extern "C" {
+    #[allow(clippy::too_many_arguments)]
+    fn cuzk_gpu_srs_new(
+        ordinal: c_int,
+        h: *const c_void,
+        nh: usize,
+        l: *const c_void,
+        nl: usize,
+        a: *const c_void,
+        na: usize,
+        b1: *const c_void,
+        b2: *const c_void,
+        nb: usize,
+        out: *mut *mut RawSrs,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
+    fn cuzk_gpu_srs_bytes(s: *const RawSrs) -> usize;
+    fn cuzk_gpu_srs_free(s: *mut RawSrs);
+    fn cuzk_gpu_prove(
+        s: *const RawSrs,
+        input: *const RawInput,
+        out: *mut RawOutput,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
+}
+
+fn message(buf: &[c_char]) -> String {
+    // SAFETY: the buffer is zeroed and the callee writes at most len-1 bytes plus a NUL.
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// One circuit's bases in one GPU's memory; freed on drop.
+pub struct DeviceSrs {
+    raw: *mut RawSrs,
+    ordinal: usize,
+    /// Points per query: h, l, a, b (b_g1 and b_g2 alike).
+    counts: [usize; 4],
+}
+
+// SAFETY: the handle is only read by `prove`, which the CUDA side documents as safe to call
+// from any thread (calls on one GPU must not overlap: `prove` takes `&self` and callers hold a
+// per-GPU lock, see `prover::cuzk_gpu`); free happens once, in drop.
+unsafe impl Send for DeviceSrs {}
+unsafe impl Sync for DeviceSrs {}
+
+/// One partition as the prover reads it. Densities have one bit per variable (least
+/// significant first, 64 per word), as bellperson's `DensityTracker` stores them.
+pub struct PartitionInput<'a> {
+    pub a: &'a [Fr],
+    pub b: &'a [Fr],
+    pub c: &'a [Fr],
+    pub lg_domain: u32,
+    pub inputs: &'a [Fr],
+    pub aux: &'a [Fr],
+    pub a_aux_density: &'a [usize],
+    pub b_input_density: &'a [usize],
+    pub b_aux_density: &'a [usize],
+}
+
+/// The five MSM results of one partition, and the GPU time of each stage (ms).
+#[derive(Clone, Debug)]
+pub struct MsmResults {
+    pub h: G1Affine,
+    pub l: G1Affine,
+    pub a: G1Affine,
+    pub b_g1: G1Affine,
+    pub b_g2: G2Affine,
+    /// upload, ntt, h, compact, l, a, b_g1, b_g2.
+    pub ms: [f64; 8],
+}
+
+fn fp(l: &[u64]) -> Fp {
+    Fp::from_raw_unchecked(l.try_into().expect("6 limbs"))
+}
+
+fn g1(raw: &[u64; 12]) -> G1Affine {
+    // All-zero is blst's encoding of the point at infinity.
+    if raw.iter().all(|&x| x == 0) {
+        return <G1Affine as group::prime::PrimeCurveAffine>::identity();
+    }
+    G1Affine::from_raw_unchecked(fp(&raw[..6]), fp(&raw[6..]), false)
+}
+
+fn g2(raw: &[u64; 24]) -> G2Affine {
+    if raw.iter().all(|&x| x == 0) {
+        return <G2Affine as group::prime::PrimeCurveAffine>::identity();
+    }
+    let x = Fp2::new(fp(&raw[..6]), fp(&raw[6..12]));
+    let y = Fp2::new(fp(&raw[12..18]), fp(&raw[18..]));
+    G2Affine::from_raw_unchecked(x, y, false)
+}
+
+impl DeviceSrs {
+    /// Copies the bases to GPU `ordinal`. `b_g1` and `b_g2` must have the same length.
+    pub fn upload(
+        ordinal: usize,
+        h: &[G1Affine],
+        l: &[G1Affine],
+        a: &[G1Affine],
+        b_g1: &[G1Affine],
+        b_g2: &[G2Affine],
+    ) -> Result<DeviceSrs, String> {
+        if b_g1.len() != b_g2.len() {
+            return Err(format!(
+                "b_g1 has {} points, b_g2 {}",
+                b_g1.len(),
+                b_g2.len()
+            ));
+        }
+        let mut raw: *mut RawSrs = std::ptr::null_mut();
+        let mut err = [0 as c_char; 1024];
+        // SAFETY: every pointer is valid for its length in points of the layout checked above;
+        // the callee copies them before returning and writes a handle or an error.
+        let rc = unsafe {
+            cuzk_gpu_srs_new(
+                ordinal as c_int,
+                h.as_ptr().cast(),
+                h.len(),
+                l.as_ptr().cast(),
+                l.len(),
+                a.as_ptr().cast(),
+                a.len(),
+                b_g1.as_ptr().cast(),
+                b_g2.as_ptr().cast(),
+                b_g1.len(),
+                &mut raw,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        if rc != 0 || raw.is_null() {
+            return Err(message(&err));
+        }
+        Ok(DeviceSrs {
+            raw,
+            ordinal,
+            counts: [h.len(), l.len(), a.len(), b_g1.len()],
+        })
+    }
+
+    /// Device memory the bases take, in bytes.
+    pub fn bytes(&self) -> u64 {
+        // SAFETY: a live handle.
+        unsafe { cuzk_gpu_srs_bytes(self.raw) as u64 }
+    }
+
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// Points per query: h, l, a, b.
+    pub fn counts(&self) -> [usize; 4] {
+        self.counts
+    }
+
+    /// Runs one partition. The caller must not run two calls on the same GPU at once.
+    pub fn prove(&self, p: &PartitionInput) -> Result<MsmResults, String> {
+        let n_abc = p.a.len();
+        if p.b.len() != n_abc || p.c.len() != n_abc {
+            return Err("a, b and c differ in length".into());
+        }
+        if p.lg_domain >= 40 || n_abc > 1usize << p.lg_domain {
+            return Err(format!(
+                "{n_abc} evaluations do not fit a domain of 2^{}",
+                p.lg_domain
+            ));
+        }
+        let words = |n: usize| n.div_ceil(64);
+        if p.a_aux_density.len() < words(p.aux.len())
+            || p.b_aux_density.len() < words(p.aux.len())
+            || p.b_input_density.len() < words(p.inputs.len())
+        {
+            return Err("a density bitmap is shorter than its variables".into());
+        }
+        let input = RawInput {
+            a: p.a.as_ptr(),
+            b: p.b.as_ptr(),
+            c: p.c.as_ptr(),
+            abc_size: n_abc,
+            lg_domain: p.lg_domain,
+            inp: p.inputs.as_ptr(),
+            n_inp: p.inputs.len(),
+            aux: p.aux.as_ptr(),
+            n_aux: p.aux.len(),
+            a_aux_density: p.a_aux_density.as_ptr().cast(),
+            b_inp_density: p.b_input_density.as_ptr().cast(),
+            b_aux_density: p.b_aux_density.as_ptr().cast(),
+        };
+        let mut out = RawOutput::default();
+        let mut err = [0 as c_char; 1024];
+        // SAFETY: the slices outlive the call and their lengths are the ones passed (the
+        // bitmaps were checked to cover their variables); `out` and `err` are valid buffers.
+        let rc =
+            unsafe { cuzk_gpu_prove(self.raw, &input, &mut out, err.as_mut_ptr(), err.len()) };
+        if rc != 0 {
+            return Err(message(&err));
+        }
+        Ok(MsmResults {
+            h: g1(&out.h),
+            l: g1(&out.l),
+            a: g1(&out.a),
+            b_g1: g1(&out.b1),
+            b_g2: g2(&out.b2),
+            ms: out.ms,
+        })
+    }
+}
+
+impl Drop for DeviceSrs {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from cuzk_gpu_srs_new and is freed once.
+        unsafe { cuzk_gpu_srs_free(self.raw) }
+    }
+}

@@ -1,0 +1,408 @@
+//! cuzk's own GPU prover (`kernels/groth16.cu`): the whole Groth16 proof of a partition on one
+//! GPU, from parameters resident in that GPU's memory.
+//!
+//! Per partition the host uploads a, b, c and the assignment; the GPU computes h (3 iNTT,
+//! 3 coset NTT, the element-wise step, 1 coset iNTT), compacts the A and B scalars by their
+//! densities and runs the H, L, A, B(G1) and B(G2) MSMs (sppark's Pippenger, G2 included). The
+//! host adds the verifying key's terms with r and s (a few scalar multiplications).
+//!
+//! Devices are independent: a batch of n partitions goes one per usable GPU, each GPU proving
+//! its share in turn under its own lock, so no call waits on another GPU and there is no
+//! process-wide lock. Parameters are read from the `.params` file once per circuit and copied
+//! to every GPU that proves it; device memory holds them until the engine shuts down.
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Instant,
+};
+
+use bellperson::groth16::Proof;
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
+use parking_lot::Mutex;
+
+use super::{
+    cpu::{assemble_proof, check_size},
+    prove_one_as_batch, ProverBackend, ProvingAssignment, StageTimes,
+};
+use crate::{
+    error::{Error, Result, Status},
+    params::{FileStamp, Srs},
+    sys::{
+        cuda,
+        gpu_prover::{DeviceSrs, MsmResults, PartitionInput},
+    },
+};
+
+struct Loaded {
+    dev: DeviceSrs,
+    generation: u64,
+}
+
+enum Held {
+    Loaded(Arc<Loaded>),
+    Failed(Error, FileStamp),
+}
+
+struct Gpu {
+    ordinal: usize,
+    name: String,
+    enabled: AtomicBool,
+    /// One partition at a time on a GPU (its streams are shared).
+    busy: Mutex<()>,
+    srs: Mutex<HashMap<PathBuf, Held>>,
+}
+
+/// The prover on a set of GPUs.
+pub struct CuzkGpuProver {
+    name: &'static str,
+    gpus: Vec<Gpu>,
+    /// One loader at a time: parameters are read once and copied to every GPU lacking them.
+    loading: Mutex<()>,
+}
+
+impl CuzkGpuProver {
+    pub fn new(devices: Vec<cuda::CudaDevice>) -> Self {
+        let gpus: Vec<Gpu> = devices
+            .iter()
+            .map(|d| Gpu {
+                ordinal: d.ordinal,
+                name: format!("cuda:{}", d.ordinal),
+                enabled: AtomicBool::new(true),
+                busy: Mutex::new(()),
+                srs: Mutex::new(HashMap::new()),
+            })
+            .collect();
+        let name: &'static str = Box::leak(
+            match gpus.len() {
+                1 => gpus[0].name.clone(),
+                _ => format!("cuda:{}", gpus.iter().map(|g| g.ordinal.to_string()).collect::<Vec<_>>().join(",")),
+            }
+            .into_boxed_str(),
+        );
+        CuzkGpuProver {
+            name,
+            gpus,
+            loading: Mutex::new(()),
+        }
+    }
+
+    fn usable(&self) -> Vec<usize> {
+        (0..self.gpus.len())
+            .filter(|&i| self.gpus[i].enabled.load(Ordering::SeqCst))
+            .collect()
+    }
+
+    fn held(&self, g: usize, srs: &Srs) -> Option<Result<Arc<Loaded>>> {
+        match self.gpus[g].srs.lock().get(&srs.path) {
+            Some(Held::Loaded(l)) if l.generation == srs.generation => Some(Ok(l.clone())),
+            Some(Held::Failed(e, stamp)) if *stamp == srs.stamp => Some(Err(e.clone())),
+            _ => None,
+        }
+    }
+
+    /// The parameters on GPU `g`, loading them (onto every usable GPU lacking them) first.
+    fn loaded(&self, g: usize, srs: &Srs) -> Result<Arc<Loaded>> {
+        if let Some(r) = self.held(g, srs) {
+            return r;
+        }
+        let _one = self.loading.lock();
+        if let Some(r) = self.held(g, srs) {
+            return r;
+        }
+        let mut want: Vec<usize> = self.usable();
+        if !want.contains(&g) {
+            want.push(g);
+        }
+        want.retain(|&i| self.held(i, srs).is_none());
+        for &i in &want {
+            // A copy of an older version of the file goes first (its device memory comes back).
+            self.gpus[i].srs.lock().remove(&srs.path);
+        }
+        let t = Instant::now();
+        let bases = srs
+            .budget()
+            .try_acquire(srs.file_len)
+            .ok_or_else(|| {
+                Error::new(
+                    Status::ResourceExhausted,
+                    format!(
+                        "reading {} for the GPU needs {} MiB of host memory for a moment, \
+                         more than the memory budget has free",
+                        srs.path.display(),
+                        srs.file_len >> 20
+                    ),
+                )
+            })
+            .and_then(|reservation| srs.read_bases().map(|b| (b, reservation)));
+        let read_ms = t.elapsed().as_secs_f64() * 1e3;
+        for &i in &want {
+            let gpu = &self.gpus[i];
+            let held = match &bases {
+                Err(e) => Held::Failed(e.clone(), srs.stamp.clone()),
+                Ok((b, _)) => {
+                    let t = Instant::now();
+                    let _busy = gpu.busy.lock();
+                    match DeviceSrs::upload(gpu.ordinal, &b.h, &b.l, &b.a, &b.b_g1, &b.b_g2) {
+                        Ok(dev) => {
+                            log::info!(
+                                "{}: parameters {} resident on the GPU ({} MiB; read {:.0} ms, \
+                                 copied {:.0} ms)",
+                                gpu.name,
+                                srs.path.display(),
+                                dev.bytes() >> 20,
+                                read_ms,
+                                t.elapsed().as_secs_f64() * 1e3
+                            );
+                            Held::Loaded(Arc::new(Loaded {
+                                dev,
+                                generation: srs.generation,
+                            }))
+                        }
+                        Err(e) => Held::Failed(
+                            Error::new(
+                                Status::ResourceExhausted,
+                                format!(
+                                    "{}: cannot hold the parameters {} in device memory: {e}",
+                                    gpu.name,
+                                    srs.path.display()
+                                ),
+                            ),
+                            srs.stamp.clone(),
+                        ),
+                    }
+                }
+            };
+            gpu.srs.lock().insert(srs.path.clone(), held);
+        }
+        self.held(g, srs)
+            .unwrap_or_else(|| Err(Error::internal("parameters vanished while loading")))
+    }
+
+    /// Device memory the parameters of `srs` take on each GPU holding them.
+    pub fn device_bytes(&self) -> Vec<(String, u64)> {
+        self.gpus
+            .iter()
+            .map(|g| {
+                let bytes = g
+                    .srs
+                    .lock()
+                    .values()
+                    .map(|h| match h {
+                        Held::Loaded(l) => l.dev.bytes(),
+                        Held::Failed(..) => 0,
+                    })
+                    .sum();
+                (g.name.clone(), bytes)
+            })
+            .collect()
+    }
+
+    fn prove_on(
+        &self,
+        g: usize,
+        asg: &ProvingAssignment,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> Result<Proof<Bls12>> {
+        let gpu = &self.gpus[g];
+        let loaded = self.loaded(g, srs)?;
+        check_size(asg, &srs.size)?;
+        let domain = srs.size.domain();
+        let input = PartitionInput {
+            a: &asg.a,
+            b: &asg.b,
+            c: &asg.c,
+            lg_domain: domain.trailing_zeros(),
+            inputs: &asg.input_assignment,
+            aux: &asg.aux_assignment,
+            a_aux_density: asg.a_aux_density.bv.as_raw_slice(),
+            b_input_density: asg.b_input_density.bv.as_raw_slice(),
+            b_aux_density: asg.b_aux_density.bv.as_raw_slice(),
+        };
+        let t = Instant::now();
+        let res: std::result::Result<MsmResults, String> = {
+            let _busy = gpu.busy.lock();
+            crate::error::catch("cuzk GPU prover", Status::Proving, || Ok(loaded.dev.prove(&input)))?
+        };
+        times.gpu_ms = t.elapsed().as_secs_f64() * 1e3;
+        let m = res.map_err(|e| Error::proving(format!("{}: GPU prover failed: {e}", gpu.name)))?;
+        times.gpu_stages_ms = m.ms;
+        times.ntt_ms = m.ms[1];
+        times.msm_ms = m.ms[2] + m.ms[4..].iter().sum::<f64>();
+        let t = Instant::now();
+        let proof = assemble_proof(
+            &srs.vk,
+            r,
+            s,
+            G1Projective::from(m.h),
+            G1Projective::from(m.l),
+            G1Projective::from(m.a),
+            G1Projective::from(m.b_g1),
+            G2Projective::from(m.b_g2),
+        );
+        times.host_ms = t.elapsed().as_secs_f64() * 1e3;
+        log::debug!(
+            "{}: upload {:.1} ms, ntt {:.1}, h {:.1}, compact {:.1}, l {:.1}, a {:.1}, b_g1 {:.1}, \
+             b_g2 {:.1}",
+            gpu.name,
+            m.ms[0],
+            m.ms[1],
+            m.ms[2],
+            m.ms[3],
+            m.ms[4],
+            m.ms[5],
+            m.ms[6],
+            m.ms[7]
+        );
+        proof
+    }
+}
+
+impl ProverBackend for CuzkGpuProver {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn is_gpu(&self) -> bool {
+        true
+    }
+
+    fn devices(&self) -> Vec<String> {
+        self.gpus.iter().map(|g| g.name.clone()).collect()
+    }
+
+    fn max_batch(&self) -> usize {
+        self.usable().len()
+    }
+
+    fn device_for(&self, i: usize, _n: usize) -> usize {
+        let usable = self.usable();
+        if usable.is_empty() {
+            0
+        } else {
+            usable[i % usable.len()]
+        }
+    }
+
+    fn set_enabled(&self, device: usize, on: bool) -> bool {
+        match self.gpus.get(device) {
+            Some(g) => {
+                g.enabled.store(on, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn prepare(&self, srs: &Srs) -> Result<()> {
+        for g in self.usable() {
+            self.loaded(g, srs)?;
+        }
+        Ok(())
+    }
+
+    fn probe(&self, device: usize) -> Result<()> {
+        let gpu = &self.gpus[device];
+        cuda::launch_check(gpu.ordinal)
+            .map_err(|e| Error::proving(format!("{}: probe failed: {e}", gpu.name)))
+    }
+
+    fn release(&self) {
+        for g in &self.gpus {
+            let _busy = g.busy.lock();
+            g.srs.lock().clear();
+        }
+    }
+
+    fn prove(
+        &self,
+        asg: &mut Option<ProvingAssignment>,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> Result<Proof<Bls12>> {
+        prove_one_as_batch(self, asg, srs, r, s, times)
+    }
+
+    fn prove_batch(
+        &self,
+        asgs: &mut [Option<ProvingAssignment>],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+    ) -> Vec<(usize, Result<Proof<Bls12>>)> {
+        let n = asgs.len();
+        let place: Vec<usize> = (0..n).map(|i| self.device_for(i, n)).collect();
+        let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> =
+            (0..n).map(|_| None).collect();
+        if self.usable().is_empty() {
+            for (i, r) in results.iter_mut().enumerate() {
+                *r = Some((
+                    place[i],
+                    Err(Error::proving(format!("{}: every GPU is out of service", self.name))),
+                ));
+            }
+        } else {
+            // Assignments are only read: after an error the engine proves them elsewhere.
+            let mut by_gpu: HashMap<usize, Vec<usize>> = HashMap::new();
+            for (i, &g) in place.iter().enumerate() {
+                by_gpu.entry(g).or_default().push(i);
+            }
+            let asgs: &[Option<ProvingAssignment>] = asgs;
+            let out: Vec<(usize, Result<Proof<Bls12>>, StageTimes)> = std::thread::scope(|sc| {
+                let handles: Vec<_> = by_gpu
+                    .into_iter()
+                    .map(|(g, items)| {
+                        sc.spawn(move || {
+                            items
+                                .into_iter()
+                                .map(|i| {
+                                    let mut t = StageTimes::default();
+                                    let r = match &asgs[i] {
+                                        None => Err(Error::internal("no assignment to prove")),
+                                        Some(a) => self.prove_on(g, a, srs, rs[i], ss[i], &mut t),
+                                    };
+                                    (i, r, t)
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            // prove_on catches panics of the native call; one here is ours.
+                            Vec::new()
+                        })
+                    })
+                    .collect()
+            });
+            for (i, r, t) in out {
+                times[i] = t;
+                results[i] = Some((place[i], r));
+            }
+        }
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.unwrap_or_else(|| {
+                    (
+                        place[i],
+                        Err(Error::new(Status::Panic, "the GPU worker thread panicked")),
+                    )
+                })
+            })
+            .collect()
+    }
+}
