@@ -40,11 +40,13 @@ case ${1:-} in
   sanitize)
     # compute-sanitizer's memcheck (and racecheck of shared memory) over a small self-test.
     stamp "sanitize ${2:-600}"
+    # racecheck reports warnings (not errors) in sppark's digit sort; errors fail the step.
     for tool in memcheck racecheck; do
-      compute-sanitizer --tool $tool --error-exitcode 1 $BIN selftest --constraints "${2:-600}" \
+      compute-sanitizer --tool $tool $BIN selftest --constraints "${2:-600}" \
         > "$OUT/sanitize-$tool.log" 2>&1
-      rc=$?; echo "compute-sanitizer $tool: exit $rc"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$tool.log" | tail -2
-      [[ $rc = 0 ]] || { tail -30 "$OUT/sanitize-$tool.log"; exit $rc; }
+      rc=$?; echo "compute-sanitizer $tool: exit $rc"
+      sum=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$tool.log" | tail -1); echo "$sum"
+      [[ $rc = 0 && ( $sum == *" 0 errors"* || $sum == *"(0 errors"* ) ]] || { tail -30 "$OUT/sanitize-$tool.log"; exit 1; }
     done ;;
   setup)
     stamp "setup $2"
