@@ -108,7 +108,17 @@ case ${1:-} in
     CUZK_GPU_PROVER=cuzk $D calls calls-own-p10 p10 1 1 --compare-cpu
     CUZK_GPU_PROVER=supraseal $D calls calls-supra-p10 p10 1 1,4
     ;;
-  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own" >&2; exit 2 ;;
+  h200-own-p10)
+    # issue 13, second stage (sums of the bases whose scalar is one, tail MSMs): self-tests,
+    # sanitizer, call cost, and the 10-partition stream against the incumbent.
+    $D info
+    for n in 600 5000 65536 150000; do $D selftest $n; done
+    $D sanitize 600
+    $D setup p10
+    CUZK_GPU_PROVER=cuzk $D calls calls-own-p10 p10 1 1 --compare-cpu
+    CUZK_GPU_PROVER=cuzk $D bench p10-own p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
+    ;;
+  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"
