@@ -154,6 +154,9 @@ void cuzk_gather(uint4* out, const uint4* in, const uint32_t* idx, uint32_t n, u
     }
 }
 
+typedef msm_t<bucket_t, point_t, affine_t, scalar_t> msm_g1;
+typedef msm_t<bucket2_t, point2_t, affine2_t, scalar_t> msm_g2;
+
 struct cuzk_gpu_srs {
     int gpu;  // sppark's index of the device
     affine_d* h;
@@ -162,6 +165,27 @@ struct cuzk_gpu_srs {
     affine_d* b1;
     affine2_d* b2;
     size_t nh, nl, na, nb;
+    size_t bytes;
+    msm_g1* msm_h;  // the H MSM's buckets, kept (calls on one GPU do not overlap)
+};
+
+// One partition's inputs in device memory, with the stream that copies them in: while one
+// partition's kernels run, the next one's upload proceeds on its own stage.
+struct cuzk_gpu_stage {
+    int gpu;
+    cudaStream_t stream;
+    uint32_t lg_domain;
+    size_t n_inp, n_aux, na, nb;  // capacity (the circuit's sizes)
+    fr_t* abc;                    // a, b, c: 3 x domain
+    fr_t* aux;
+    fr_t* inp;
+    fr_t* as;                     // A's scalars: inputs, then aux in A's density
+    fr_t* bs;                     // B's scalars: inputs in B's density, then aux in its density
+    uint64_t* bits;               // the three density bitmaps
+    uint32_t* pref;               // and their per-word prefix counts
+    size_t words_aux, words_inp;
+    bool loaded;
+    double ms_upload;
     size_t bytes;
 };
 
@@ -187,7 +211,7 @@ struct cuzk_gpu_input {
 struct cuzk_gpu_output {
     uint64_t h[12], l[12], a[12], b1[12];
     uint64_t b2[24];
-    double ms_upload, ms_ntt, ms_h, ms_compact, ms_l, ms_a, ms_b1, ms_b2;
+    double ms_upload, ms_ntt, ms_h, ms_split, ms_l, ms_a, ms_b1, ms_b2;
 };
 
 #ifndef __CUDA_ARCH__
@@ -239,15 +263,12 @@ static double ms_since(clk::time_point t)
     return std::chrono::duration<double, std::milli>(clk::now() - t).count();
 }
 
-template<class bucket, class point, class affine, class affine_dev>
-static void run_msm(const gpu_t& gpu, point& out, const affine_dev* bases, const fr_t* d_scalars,
-                    size_t n)
+template<class msm, class point, class affine, class affine_dev>
+static void msm_run(msm& m, point& out, const affine_dev* bases, const fr_t* d_scalars, size_t n)
 {
-    if (n == 0) {
-        out.inf();
+    out.inf();
+    if (n == 0)
         return;
-    }
-    msm_t<bucket, point, affine, scalar_t> msm{nullptr, n, sizeof(affine), gpu.id()};
     // Device pointers go in as dev_ptr_t of the *host* affine type (same layout): sppark's
     // device-pointer invoke then forwards to its pre-loaded-points overload (with the device
     // type it would call itself forever).
@@ -256,7 +277,7 @@ static void run_msm(const gpu_t& gpu, point& out, const affine_dev* bases, const
 #endif
     dev_ptr_t<affine> p{reinterpret_cast<affine*>(const_cast<affine_dev*>(bases))};
     dev_ptr_t<fr_t> s{const_cast<fr_t*>(d_scalars)};
-    RustError e = msm.invoke(out, p, n, s, true);
+    RustError e = m.invoke(out, p, n, s, true);
     if (e.code != cudaSuccess) {
         std::string why = e.message ? e.message : "MSM failed";
         free(e.message);
@@ -264,7 +285,8 @@ static void run_msm(const gpu_t& gpu, point& out, const affine_dev* bases, const
     }
 }
 
-// The sum of the bases listed in d_idx (n of them; *d_n holds n on the device).
+// The sum of the bases listed in d_idx (n of them; *d_n holds n on the device). A few blocks
+// only: each warp leaves one partial sum, which the host adds up.
 template<class bucket, class point, class affine_dev>
 static void sum_selected(const gpu_t& gpu, stream_t& st, point& out, const affine_dev* bases,
                          const uint32_t* d_idx, const uint32_t* d_n, uint32_t n)
@@ -272,7 +294,7 @@ static void sum_selected(const gpu_t& gpu, stream_t& st, point& out, const affin
     out.inf();
     if (n == 0)
         return;
-    uint32_t grid = gpu.sm_count();
+    uint32_t grid = std::max(8, gpu.sm_count() / 4);
     size_t nb = (size_t)grid * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
     dev_ptr_t<typename bucket::mem_t> d_ret{nb, st};
     batch_addition<bucket><<<grid, BATCH_ADD_BLOCK_SIZE, 0, st>>>(&d_ret[0], bases, (size_t)n,
@@ -286,17 +308,19 @@ static void sum_selected(const gpu_t& gpu, stream_t& st, point& out, const affin
 
 // The scalars of one MSM split by value: which are one, which are neither zero nor one.
 struct split_t {
+    size_t n;
     dev_ptr_t<uint32_t> idx;  // ones at [0, n), others at [n, 2n)
     dev_ptr_t<uint32_t> counts;
     dev_ptr_t<fr_t> tail;     // the others' scalars, gathered
     uint32_t n_one = 0, n_other = 0;
-    split_t(size_t n, stream_t& st) : idx{2 * n, st}, counts{2, st}, tail{n, st} {}
+    split_t(size_t n, stream_t& st) : n(n), idx{2 * n, st}, counts{2, st}, tail{n, st} {}
     const uint32_t* ones() const { return &idx[0]; }
-    const uint32_t* others(size_t n) const { return &idx[n]; }
+    const uint32_t* others() const { return &idx[n]; }
 };
 
-static void split_scalars(const gpu_t& gpu, stream_t& st, split_t& sp, const fr_t* d_s, size_t n)
+static void split_scalars(const gpu_t& gpu, stream_t& st, split_t& sp, const fr_t* d_s)
 {
+    size_t n = sp.n;
     CUDA_OK(cudaMemsetAsync(&sp.counts[0], 0, 2 * sizeof(uint32_t), st));
     if (n) {
         cuzk_classify<<<gpu.sm_count() * 2, 1024, 0, st>>>(d_s, (uint32_t)n, &sp.idx[0],
@@ -319,9 +343,9 @@ static void split_scalars(const gpu_t& gpu, stream_t& st, split_t& sp, const fr_
 
 // sum(scalar_i * base_i) as the sum of the bases whose scalar is one plus a Pippenger MSM over
 // the others (their bases gathered first).
-template<class bucket, class point, class affine, class affine_dev>
-static void split_msm(const gpu_t& gpu, stream_t& st, point& out, const affine_dev* bases,
-                      const split_t& sp, size_t n)
+template<class msm, class bucket, class point, class affine, class affine_dev>
+static void split_msm(const gpu_t& gpu, stream_t& st, msm& m, point& out,
+                      const affine_dev* bases, const split_t& sp)
 {
     point ones;
     sum_selected<bucket, point, affine_dev>(gpu, st, ones, bases, sp.ones(), &sp.counts[0],
@@ -332,14 +356,34 @@ static void split_msm(const gpu_t& gpu, stream_t& st, point& out, const affine_d
         dev_ptr_t<affine_dev> tb{sp.n_other, st};
         cuzk_gather<<<gpu.sm_count() * 2, 1024, 0, st>>>(
             reinterpret_cast<uint4*>(&tb[0]), reinterpret_cast<const uint4*>(bases),
-            sp.others(n), sp.n_other, sizeof(affine_dev) / 16);
+            sp.others(), sp.n_other, sizeof(affine_dev) / 16);
         CUDA_OK(cudaGetLastError());
         st.sync();
-        run_msm<bucket, point, affine, affine_dev>(gpu, tail, &tb[0], &sp.tail[0], sp.n_other);
+        msm_run<msm, point, affine, affine_dev>(m, tail, &tb[0], &sp.tail[0], sp.n_other);
     }
     out = ones;
     out.add(tail);
 }
+
+static void free_srs(cuzk_gpu_srs* s)
+{
+    delete s->msm_h;
+    cudaFree(s->h); cudaFree(s->l); cudaFree(s->a); cudaFree(s->b1); cudaFree(s->b2);
+    delete s;
+}
+
+static void free_stage(cuzk_gpu_stage* g)
+{
+    cudaFree(g->abc); cudaFree(g->aux); cudaFree(g->inp); cudaFree(g->as); cudaFree(g->bs);
+    cudaFree(g->bits); cudaFree(g->pref);
+    if (g->stream) cudaStreamDestroy(g->stream);
+    delete g;
+}
+
+#define CUZK_CATCH                                                  \
+    catch (const cuda_error& e) { put_err(err, errlen, e.what()); } \
+    catch (const std::exception& e) { put_err(err, errlen, e.what()); } \
+    catch (...) { put_err(err, errlen, "unknown C++ exception"); }
 
 extern "C" {
 
@@ -359,7 +403,7 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
                                  "or later with cooperative launch)");
             return -1;
         }
-        const gpu_t& gpu = select_gpu(idx);
+        select_gpu(idx);
         s = new cuzk_gpu_srs{};
         s->gpu = idx;
         s->nh = nh; s->nl = nl; s->na = na; s->nb = nb;
@@ -374,20 +418,11 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
         up((void**)&s->a, a, na, sizeof(affine_d));
         up((void**)&s->b1, b1, nb, sizeof(affine_d));
         up((void**)&s->b2, b2, nb, sizeof(affine2_d));
-        (void)gpu;
+        s->msm_h = new msm_g1{nullptr, nh, sizeof(affine_t), idx};
         *out = s;
         return 0;
-    } catch (const cuda_error& e) {
-        put_err(err, errlen, e.what());
-    } catch (const std::exception& e) {
-        put_err(err, errlen, e.what());
-    } catch (...) {
-        put_err(err, errlen, "unknown C++ exception");
-    }
-    if (s) {
-        cudaFree(s->h); cudaFree(s->l); cudaFree(s->a); cudaFree(s->b1); cudaFree(s->b2);
-        delete s;
-    }
+    } CUZK_CATCH
+    if (s) free_srs(s);
     return -1;
 }
 
@@ -398,134 +433,209 @@ void cuzk_gpu_srs_free(cuzk_gpu_srs* s)
     if (!s) return;
     int prev = 0;
     cudaGetDevice(&prev);
-    try { select_gpu(s->gpu); } catch (...) {}
-    cudaFree(s->h); cudaFree(s->l); cudaFree(s->a); cudaFree(s->b1); cudaFree(s->b2);
+    try { select_gpu(s->gpu).sync(); } catch (...) {}
+    free_srs(s);
     cudaSetDevice(prev);
-    delete s;
 }
 
-// Proves one partition's MSMs on the GPU holding `s`. Returns 0 on success.
-int cuzk_gpu_prove(const cuzk_gpu_srs* s, const cuzk_gpu_input* in, cuzk_gpu_output* out,
-                   char* err, size_t errlen)
+// Device buffers (and a copy stream) for one partition of the circuit `s` holds.
+int cuzk_gpu_stage_new(const cuzk_gpu_srs* s, uint32_t lg_domain, size_t n_inp, size_t n_aux,
+                       cuzk_gpu_stage** out, char* err, size_t errlen)
 {
-    memset(out, 0, sizeof(*out));
+    *out = nullptr;
+    cuzk_gpu_stage* g = nullptr;
     try {
-        const gpu_t& gpu = select_gpu(s->gpu);
-        stream_t& st = gpu[0];
-        size_t domain = (size_t)1 << in->lg_domain;
-        if (in->abc_size > domain || s->nh + 1 != domain || s->nl != in->n_aux) {
+        if (lg_domain >= 40 || ((size_t)1 << lg_domain) != s->nh + 1 || n_aux != s->nl) {
             put_err(err, errlen, "the partition's sizes do not match the parameters on the GPU");
+            return -1;
+        }
+        select_gpu(s->gpu);
+        g = new cuzk_gpu_stage{};
+        g->gpu = s->gpu;
+        CUDA_OK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+        g->lg_domain = lg_domain;
+        g->n_inp = n_inp; g->n_aux = n_aux; g->na = s->na; g->nb = s->nb;
+        g->words_aux = (n_aux + 63) / 64;
+        g->words_inp = (n_inp + 63) / 64;
+        size_t domain = (size_t)1 << lg_domain;
+        auto alloc = [&](void** p, size_t bytes) {
+            CUDA_OK(cudaMalloc(p, bytes ? bytes : 16));
+            g->bytes += bytes;
+        };
+        alloc((void**)&g->abc, 3 * domain * sizeof(fr_t));
+        alloc((void**)&g->aux, n_aux * sizeof(fr_t));
+        alloc((void**)&g->inp, n_inp * sizeof(fr_t));
+        alloc((void**)&g->as, g->na * sizeof(fr_t));
+        alloc((void**)&g->bs, g->nb * sizeof(fr_t));
+        size_t words = 2 * g->words_aux + g->words_inp;
+        alloc((void**)&g->bits, words * sizeof(uint64_t));
+        alloc((void**)&g->pref, words * sizeof(uint32_t));
+        *out = g;
+        return 0;
+    } CUZK_CATCH
+    if (g) free_stage(g);
+    return -1;
+}
+
+size_t cuzk_gpu_stage_bytes(const cuzk_gpu_stage* g) { return g ? g->bytes : 0; }
+
+void cuzk_gpu_stage_free(cuzk_gpu_stage* g)
+{
+    if (!g) return;
+    int prev = 0;
+    cudaGetDevice(&prev);
+    try { select_gpu(g->gpu); } catch (...) {}
+    cudaStreamSynchronize(g->stream);
+    free_stage(g);
+    cudaSetDevice(prev);
+}
+
+// Copies one partition into the stage (on the stage's own stream) and compacts its A and B
+// scalars there. Returns when the copy is done; may run while another stage's partition is
+// being proved on the same GPU.
+int cuzk_gpu_upload(cuzk_gpu_stage* g, const cuzk_gpu_input* in, char* err, size_t errlen)
+{
+    g->loaded = false;
+    try {
+        size_t domain = (size_t)1 << g->lg_domain;
+        if (in->lg_domain != g->lg_domain || in->abc_size > domain || in->n_aux != g->n_aux ||
+            in->n_inp != g->n_inp) {
+            put_err(err, errlen, "the partition's sizes do not match the GPU stage");
             return -1;
         }
         size_t a_aux = 0, b_inp = 0, b_aux = 0;
         auto pa = word_prefix(in->a_aux_density, in->n_aux, &a_aux);
         auto pbi = word_prefix(in->b_inp_density, in->n_inp, &b_inp);
         auto pba = word_prefix(in->b_aux_density, in->n_aux, &b_aux);
-        if (in->n_inp + a_aux != s->na || b_inp + b_aux != s->nb) {
+        if (in->n_inp + a_aux != g->na || b_inp + b_aux != g->nb) {
             put_err(err, errlen, "the partition's query densities do not match the parameters");
             return -1;
         }
-        int sms = gpu.sm_count();
-
+        const gpu_t& gpu = select_gpu(g->gpu);
+        cudaStream_t st = g->stream;
         auto t = clk::now();
-        dev_ptr_t<fr_t> d_abc{3 * domain, st};
-        fr_t* d_a = &d_abc[0];
-        fr_t* d_b = &d_abc[domain];
-        fr_t* d_c = &d_abc[2 * domain];
         const fr_t* src[3] = {in->a, in->b, in->c};
-        fr_t* dst[3] = {d_a, d_b, d_c};
         for (int k = 0; k < 3; k++) {
-            st.HtoD(dst[k], src[k], in->abc_size);
+            fr_t* d = g->abc + k * domain;
+            CUDA_OK(cudaMemcpyAsync(d, src[k], in->abc_size * sizeof(fr_t),
+                                    cudaMemcpyHostToDevice, st));
             if (in->abc_size < domain)
-                CUDA_OK(cudaMemsetAsync(dst[k] + in->abc_size, 0,
+                CUDA_OK(cudaMemsetAsync(d + in->abc_size, 0,
                                         (domain - in->abc_size) * sizeof(fr_t), st));
         }
-        st.sync();
-        out->ms_upload = ms_since(t);
+        CUDA_OK(cudaMemcpyAsync(g->aux, in->aux, in->n_aux * sizeof(fr_t),
+                                cudaMemcpyHostToDevice, st));
+        CUDA_OK(cudaMemcpyAsync(g->inp, in->inp, in->n_inp * sizeof(fr_t),
+                                cudaMemcpyHostToDevice, st));
+        // Slots: A's aux bits, B's aux bits, B's input bits.
+        uint64_t* bits[3] = {g->bits, g->bits + g->words_aux, g->bits + 2 * g->words_aux};
+        uint32_t* pref[3] = {g->pref, g->pref + g->words_aux, g->pref + 2 * g->words_aux};
+        const uint64_t* hb[3] = {in->a_aux_density, in->b_aux_density, in->b_inp_density};
+        const std::vector<uint32_t>* hp[3] = {&pa, &pba, &pbi};
+        size_t words[3] = {g->words_aux, g->words_aux, g->words_inp};
+        for (int k = 0; k < 3; k++) {
+            if (!words[k]) continue;
+            CUDA_OK(cudaMemcpyAsync(bits[k], hb[k], words[k] * sizeof(uint64_t),
+                                    cudaMemcpyHostToDevice, st));
+            CUDA_OK(cudaMemcpyAsync(pref[k], hp[k]->data(), words[k] * sizeof(uint32_t),
+                                    cudaMemcpyHostToDevice, st));
+        }
+        // A: the inputs, then the aux values in A's density. B: the inputs in its input
+        // density, then the aux values in its aux density.
+        int grid = gpu.sm_count() * 2;
+        CUDA_OK(cudaMemcpyAsync(g->as, g->inp, in->n_inp * sizeof(fr_t),
+                                cudaMemcpyDeviceToDevice, st));
+        if (in->n_aux) {
+            cuzk_compact<<<grid, 1024, 0, st>>>(g->as + in->n_inp, g->aux, in->n_aux, bits[0],
+                                                pref[0]);
+            cuzk_compact<<<grid, 1024, 0, st>>>(g->bs + b_inp, g->aux, in->n_aux, bits[1],
+                                                pref[1]);
+        }
+        if (in->n_inp)
+            cuzk_compact<<<grid, 1024, 0, st>>>(g->bs, g->inp, in->n_inp, bits[2], pref[2]);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaStreamSynchronize(st));
+        g->ms_upload = ms_since(t);
+        g->loaded = true;
+        return 0;
+    } CUZK_CATCH
+    cudaStreamSynchronize(g->stream);
+    return -1;
+}
+
+// Proves the partition uploaded into `g` on the GPU holding `s`. Returns 0 on success. Calls
+// for one GPU must not overlap (uploads into other stages may).
+int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* out, char* err,
+                   size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    try {
+        if (!g->loaded || g->gpu != s->gpu || g->na != s->na || g->nb != s->nb ||
+            g->n_aux != s->nl || ((size_t)1 << g->lg_domain) != s->nh + 1) {
+            put_err(err, errlen, "the GPU stage holds no partition of these parameters");
+            return -1;
+        }
+        g->loaded = false;
+        out->ms_upload = g->ms_upload;
+        const gpu_t& gpu = select_gpu(s->gpu);
+        stream_t& st = gpu[0];
+        size_t domain = (size_t)1 << g->lg_domain;
+        int sms = gpu.sm_count();
+        fr_t* d[3] = {g->abc, g->abc + domain, g->abc + 2 * domain};
 
         // h = icoset_ntt((coset_ntt(intt(a)) * coset_ntt(intt(b)) - coset_ntt(intt(c))) / Z)
-        t = clk::now();
+        auto t = clk::now();
         for (int k = 0; k < 3; k++) {
-            cuzk_ntt::NTT_internal(dst[k], in->lg_domain, NTT::InputOutputOrder::NR,
+            cuzk_ntt::NTT_internal(d[k], g->lg_domain, NTT::InputOutputOrder::NR,
                                    NTT::Direction::inverse, NTT::Type::standard, st);
-            cuzk_ntt::NTT_internal(dst[k], in->lg_domain, NTT::InputOutputOrder::RN,
+            cuzk_ntt::NTT_internal(d[k], g->lg_domain, NTT::InputOutputOrder::RN,
                                    NTT::Direction::forward, NTT::Type::coset, st);
         }
         // Z on the coset is g^domain - 1 everywhere (g: the NTT's coset generator).
         fr_t z = group_gen;
-        for (uint32_t i = 0; i < in->lg_domain; i++)
+        for (uint32_t i = 0; i < g->lg_domain; i++)
             z ^= 2;
         z = (z - fr_t::one()).reciprocal();
-        cuzk_h_combine<<<sms * 2, 1024, 0, st>>>(d_a, d_b, d_c, z, domain);
+        cuzk_h_combine<<<sms * 2, 1024, 0, st>>>(d[0], d[1], d[2], z, domain);
         CUDA_OK(cudaGetLastError());
-        cuzk_ntt::NTT_internal(d_a, in->lg_domain, NTT::InputOutputOrder::NN,
+        cuzk_ntt::NTT_internal(d[0], g->lg_domain, NTT::InputOutputOrder::NN,
                                NTT::Direction::inverse, NTT::Type::coset, st);
         st.sync();
         out->ms_ntt = ms_since(t);
 
         t = clk::now();
         point_t h;
-        run_msm<bucket_t, point_t, affine_t, affine_d>(gpu, h, s->h, d_a, s->nh);
+        msm_run<msm_g1, point_t, affine_t, affine_d>(*s->msm_h, h, s->h, d[0], s->nh);
         out->ms_h = ms_since(t);
-
-        // The A, B and L scalars: L takes every aux value; A the inputs, then the aux values
-        // in A's density; B the inputs in B's input density, then the aux values in its aux
-        // density. The evaluations' memory holds them now.
-        t = clk::now();
-        size_t na = s->na, nb = s->nb;
-        size_t need = in->n_aux + na + nb + in->n_inp;
-        // b and c are free now (h is in a); a larger assignment gets its own buffer.
-        dev_ptr_t<fr_t> d_own{need > 2 * domain ? need : 0, st};
-        fr_t* d_aux = need > 2 * domain ? &d_own[0] : d_b;  // n_aux, then the A scalars
-        fr_t* d_as = d_aux + in->n_aux;    // na
-        fr_t* d_bs = d_as + na;            // nb
-        fr_t* d_inp = d_bs + nb;           // n_inp
-        st.HtoD(d_aux, in->aux, in->n_aux);
-        st.HtoD(d_inp, in->inp, in->n_inp);
-        CUDA_OK(cudaMemcpyAsync(d_as, d_inp, in->n_inp * sizeof(fr_t),
-                                cudaMemcpyDeviceToDevice, st));
-        size_t words = (in->n_aux + 63) / 64 + (in->n_inp + 63) / 64 + 3;
-        dev_ptr_t<uint64_t> d_bits{2 * words, st};
-        dev_ptr_t<uint32_t> d_pref{2 * words, st};
-        auto compact = [&](fr_t* o, const fr_t* i, size_t n, const uint64_t* bits,
-                           const std::vector<uint32_t>& pref, size_t slot) {
-            if (n == 0) return;
-            size_t w = (n + 63) / 64;
-            uint64_t* db = &d_bits[slot];
-            uint32_t* dp = &d_pref[slot];
-            st.HtoD(db, bits, w);
-            st.HtoD(dp, pref.data(), w);
-            cuzk_compact<<<sms * 2, 1024, 0, st>>>(o, i, n, db, dp);
-            CUDA_OK(cudaGetLastError());
-            st.sync();  // the bitmaps' slots are reused
-        };
-        compact(d_as + in->n_inp, d_aux, in->n_aux, in->a_aux_density, pa, 0);
-        compact(d_bs, d_inp, in->n_inp, in->b_inp_density, pbi, 0);
-        compact(d_bs + b_inp, d_aux, in->n_aux, in->b_aux_density, pba, 0);
-        st.sync();
-        out->ms_compact = ms_since(t);
 
         // L, A and B: the bases whose scalar is one are summed; the others go through a
         // Pippenger MSM (98.4-99.6% of this project's aux values are 0 or 1).
+        t = clk::now();
+        split_t sl{g->n_aux, st}, sa{g->na, st}, sb{g->nb, st};
+        split_scalars(gpu, st, sl, g->aux);
+        split_scalars(gpu, st, sa, g->as);
+        split_scalars(gpu, st, sb, g->bs);
+        out->ms_split = ms_since(t);
         point_t l, a, b1;
         point2_t b2;
         {
-            size_t most = std::max(std::max(in->n_aux, na), nb);
-            split_t sp{most, st};
+            size_t tail = std::max(std::max(sl.n_other, sa.n_other), sb.n_other);
+            msm_g1 m1{nullptr, std::max<size_t>(tail, 1), sizeof(affine_t), s->gpu};
             t = clk::now();
-            split_scalars(gpu, st, sp, d_aux, in->n_aux);
-            split_msm<bucket_t, point_t, affine_t, affine_d>(gpu, st, l, s->l, sp, in->n_aux);
+            split_msm<msm_g1, bucket_t, point_t, affine_t, affine_d>(gpu, st, m1, l, s->l, sl);
             out->ms_l = ms_since(t);
             t = clk::now();
-            split_scalars(gpu, st, sp, d_as, na);
-            split_msm<bucket_t, point_t, affine_t, affine_d>(gpu, st, a, s->a, sp, na);
+            split_msm<msm_g1, bucket_t, point_t, affine_t, affine_d>(gpu, st, m1, a, s->a, sa);
             out->ms_a = ms_since(t);
             t = clk::now();
-            split_scalars(gpu, st, sp, d_bs, nb);
-            split_msm<bucket_t, point_t, affine_t, affine_d>(gpu, st, b1, s->b1, sp, nb);
+            split_msm<msm_g1, bucket_t, point_t, affine_t, affine_d>(gpu, st, m1, b1, s->b1, sb);
             out->ms_b1 = ms_since(t);
+        }
+        {
+            msm_g2 m2{nullptr, std::max<size_t>(sb.n_other, 1), sizeof(affine2_t), s->gpu};
             t = clk::now();
-            split_msm<bucket2_t, point2_t, affine2_t, affine2_d>(gpu, st, b2, s->b2, sp, nb);
+            split_msm<msm_g2, bucket2_t, point2_t, affine2_t, affine2_d>(gpu, st, m2, b2, s->b2,
+                                                                         sb);
             out->ms_b2 = ms_since(t);
         }
         gpu.sync();
@@ -538,13 +648,7 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, const cuzk_gpu_input* in, cuzk_gpu_out
         affine2_t r2 = b2;
         memcpy(out->b2, &r2, sizeof(out->b2));
         return 0;
-    } catch (const cuda_error& e) {
-        put_err(err, errlen, e.what());
-    } catch (const std::exception& e) {
-        put_err(err, errlen, e.what());
-    } catch (...) {
-        put_err(err, errlen, "unknown C++ exception");
-    }
+    } CUZK_CATCH
     try { select_gpu(s->gpu).sync(); } catch (...) {}
     return -1;
 }

@@ -118,7 +118,20 @@ case ${1:-} in
     CUZK_GPU_PROVER=cuzk $D calls calls-own-p10 p10 1 1 --compare-cpu
     CUZK_GPU_PROVER=cuzk $D bench p10-own p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
     ;;
-  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10" >&2; exit 2 ;;
+  h200-own-staged)
+    # issue 13, third stage (each partition's upload overlaps the previous one's kernels):
+    # self-tests, sanitizer, call cost and streams on the 10-partition shape and real 2KiB.
+    $D info
+    for n in 600 5000 65536; do $D selftest $n; done
+    $D sanitize 600
+    $D setup p10
+    CUZK_GPU_PROVER=cuzk $D calls calls-own-p10 p10 1 1,4 --compare-cpu
+    CUZK_GPU_PROVER=cuzk $D bench p10-own p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
+    $D setup 2k
+    CUZK_GPU_PROVER=cuzk $D calls calls-own-2k 2k 1 1,4 --compare-cpu
+    CUZK_GPU_PROVER=cuzk $D bench 2k-own 2k 30 -j 16 $SUPRA --baseline-jobs 1 --baseline-count 8
+    ;;
+  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"

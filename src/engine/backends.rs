@@ -54,7 +54,7 @@ pub fn select_backends(cfg: &Config) -> Result<Vec<Box<dyn ProverBackend>>> {
                     }
                     let _ = visible;
                     return Ok(vec![Box::new(crate::prover::cuzk_gpu::CuzkGpuProver::new(
-                        chosen,
+                        chosen, gpu_batch,
                     ))]);
                 }
                 // supraseal addresses GPUs by position from 0: use the leading run of usable

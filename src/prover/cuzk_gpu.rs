@@ -34,7 +34,7 @@ use crate::{
     params::{FileStamp, Srs},
     sys::{
         cuda,
-        gpu_prover::{DeviceSrs, MsmResults, PartitionInput},
+        gpu_prover::{DeviceSrs, MsmResults, PartitionInput, Stage},
     },
 };
 
@@ -55,18 +55,25 @@ struct Gpu {
     /// One partition at a time on a GPU (its streams are shared).
     busy: Mutex<()>,
     srs: Mutex<HashMap<PathBuf, Held>>,
+    /// Idle partition buffers on this GPU, by the parameter instance they were made for.
+    stages: Mutex<Vec<(u64, Stage)>>,
 }
+
+/// Partition buffers kept per GPU: one being proved while the next is uploaded.
+const STAGES_PER_GPU: usize = 2;
 
 /// The prover on a set of GPUs.
 pub struct CuzkGpuProver {
     name: &'static str,
     gpus: Vec<Gpu>,
+    /// Partitions per GPU in one batch: their uploads overlap the kernels of the one before.
+    per_gpu: usize,
     /// One loader at a time: parameters are read once and copied to every GPU lacking them.
     loading: Mutex<()>,
 }
 
 impl CuzkGpuProver {
-    pub fn new(devices: Vec<cuda::CudaDevice>) -> Self {
+    pub fn new(devices: Vec<cuda::CudaDevice>, per_gpu: usize) -> Self {
         let gpus: Vec<Gpu> = devices
             .iter()
             .map(|d| Gpu {
@@ -75,6 +82,7 @@ impl CuzkGpuProver {
                 enabled: AtomicBool::new(true),
                 busy: Mutex::new(()),
                 srs: Mutex::new(HashMap::new()),
+                stages: Mutex::new(Vec::new()),
             })
             .collect();
         let name: &'static str = Box::leak(
@@ -87,6 +95,7 @@ impl CuzkGpuProver {
         CuzkGpuProver {
             name,
             gpus,
+            per_gpu: per_gpu.max(1),
             loading: Mutex::new(()),
         }
     }
@@ -202,34 +211,76 @@ impl CuzkGpuProver {
             .collect()
     }
 
-    fn prove_on(
+    /// Copies one partition into a stage of GPU `g` (a free one, or a new one).
+    fn upload(
         &self,
         g: usize,
         asg: &ProvingAssignment,
         srs: &Srs,
-        r: Fr,
-        s: Fr,
-        times: &mut StageTimes,
-    ) -> Result<Proof<Bls12>> {
+    ) -> Result<(Arc<Loaded>, Stage)> {
         let gpu = &self.gpus[g];
         let loaded = self.loaded(g, srs)?;
         check_size(asg, &srs.size)?;
-        let domain = srs.size.domain();
+        let lg = srs.size.domain().trailing_zeros();
+        let (n_inp, n_aux) = (asg.input_assignment.len(), asg.aux_assignment.len());
+        let free = {
+            let mut stages = gpu.stages.lock();
+            stages
+                .iter()
+                .position(|(gen, st)| *gen == srs.generation && st.fits(lg, n_inp, n_aux))
+                .map(|i| stages.swap_remove(i).1)
+        };
+        let mut stage = match free {
+            Some(st) => st,
+            None => loaded.dev.stage(lg, n_inp, n_aux).map_err(|e| {
+                Error::new(
+                    Status::ResourceExhausted,
+                    format!("{}: no device memory for a partition: {e}", gpu.name),
+                )
+            })?,
+        };
         let input = PartitionInput {
             a: &asg.a,
             b: &asg.b,
             c: &asg.c,
-            lg_domain: domain.trailing_zeros(),
+            lg_domain: lg,
             inputs: &asg.input_assignment,
             aux: &asg.aux_assignment,
             a_aux_density: asg.a_aux_density.bv.as_raw_slice(),
             b_input_density: asg.b_input_density.bv.as_raw_slice(),
             b_aux_density: asg.b_aux_density.bv.as_raw_slice(),
         };
+        crate::error::catch("cuzk GPU upload", Status::Proving, || Ok(stage.upload(&input)))?
+            .map_err(|e| Error::proving(format!("{}: upload failed: {e}", gpu.name)))?;
+        Ok((loaded, stage))
+    }
+
+    /// Gives a stage back to its GPU's pool (or frees it, past the pool's size).
+    fn put_back(&self, g: usize, generation: u64, stage: Stage) {
+        let mut stages = self.gpus[g].stages.lock();
+        stages.retain(|(gen, _)| *gen == generation);
+        if stages.len() < STAGES_PER_GPU {
+            stages.push((generation, stage));
+        }
+    }
+
+    /// Proves the partition in `stage` on GPU `g` and assembles the proof.
+    #[allow(clippy::too_many_arguments)]
+    fn compute(
+        &self,
+        g: usize,
+        loaded: &Loaded,
+        stage: &mut Stage,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> Result<Proof<Bls12>> {
+        let gpu = &self.gpus[g];
         let t = Instant::now();
         let res: std::result::Result<MsmResults, String> = {
             let _busy = gpu.busy.lock();
-            crate::error::catch("cuzk GPU prover", Status::Proving, || Ok(loaded.dev.prove(&input)))?
+            crate::error::catch("cuzk GPU prover", Status::Proving, || Ok(loaded.dev.prove(stage)))?
         };
         times.gpu_ms = t.elapsed().as_secs_f64() * 1e3;
         let m = res.map_err(|e| Error::proving(format!("{}: GPU prover failed: {e}", gpu.name)))?;
@@ -249,7 +300,7 @@ impl CuzkGpuProver {
         );
         times.host_ms = t.elapsed().as_secs_f64() * 1e3;
         log::debug!(
-            "{}: upload {:.1} ms, ntt {:.1}, h {:.1}, compact {:.1}, l {:.1}, a {:.1}, b_g1 {:.1}, \
+            "{}: upload {:.1} ms, ntt {:.1}, h {:.1}, split {:.1}, l {:.1}, a {:.1}, b_g1 {:.1}, \
              b_g2 {:.1}",
             gpu.name,
             m.ms[0],
@@ -262,6 +313,45 @@ impl CuzkGpuProver {
             m.ms[7]
         );
         proof
+    }
+
+    /// Proves `items` (indices into `asgs`) on GPU `g` in turn, each partition's upload
+    /// overlapping the previous one's kernels.
+    #[allow(clippy::too_many_arguments)]
+    fn prove_on_gpu(
+        &self,
+        g: usize,
+        items: Vec<usize>,
+        asgs: &[Option<ProvingAssignment>],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+    ) -> Vec<(usize, Result<Proof<Bls12>>, StageTimes)> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<(Arc<Loaded>, Stage)>)>(0);
+        std::thread::scope(|sc| {
+            sc.spawn(move || {
+                for i in items {
+                    let up = match &asgs[i] {
+                        None => Err(Error::internal("no assignment to prove")),
+                        Some(a) => self.upload(g, a, srs),
+                    };
+                    if tx.send((i, up)).is_err() {
+                        break;
+                    }
+                }
+            });
+            let mut out = Vec::new();
+            for (i, up) in rx {
+                let mut t = StageTimes::default();
+                let r = up.and_then(|(loaded, mut stage)| {
+                    let r = self.compute(g, &loaded, &mut stage, srs, rs[i], ss[i], &mut t);
+                    self.put_back(g, loaded.generation, stage);
+                    r
+                });
+                out.push((i, r, t));
+            }
+            out
+        })
     }
 }
 
@@ -279,15 +369,16 @@ impl ProverBackend for CuzkGpuProver {
     }
 
     fn max_batch(&self) -> usize {
-        self.usable().len()
+        self.usable().len() * self.per_gpu
     }
 
-    fn device_for(&self, i: usize, _n: usize) -> usize {
+    fn device_for(&self, i: usize, n: usize) -> usize {
+        // Contiguous runs, as a call spreads them: the first n % k GPUs take one more.
         let usable = self.usable();
         if usable.is_empty() {
             0
         } else {
-            usable[i % usable.len()]
+            usable[super::batch_device(i, n, usable.len())]
         }
     }
 
@@ -317,6 +408,7 @@ impl ProverBackend for CuzkGpuProver {
     fn release(&self) {
         for g in &self.gpus {
             let _busy = g.busy.lock();
+            g.stages.lock().clear();
             g.srs.lock().clear();
         }
     }
@@ -361,30 +453,12 @@ impl ProverBackend for CuzkGpuProver {
             let out: Vec<(usize, Result<Proof<Bls12>>, StageTimes)> = std::thread::scope(|sc| {
                 let handles: Vec<_> = by_gpu
                     .into_iter()
-                    .map(|(g, items)| {
-                        sc.spawn(move || {
-                            items
-                                .into_iter()
-                                .map(|i| {
-                                    let mut t = StageTimes::default();
-                                    let r = match &asgs[i] {
-                                        None => Err(Error::internal("no assignment to prove")),
-                                        Some(a) => self.prove_on(g, a, srs, rs[i], ss[i], &mut t),
-                                    };
-                                    (i, r, t)
-                                })
-                                .collect::<Vec<_>>()
-                        })
-                    })
+                    .map(|(g, items)| sc.spawn(move || self.prove_on_gpu(g, items, asgs, srs, rs, ss)))
                     .collect();
+                // A worker that panicked leaves its items without a result (PANIC below).
                 handles
                     .into_iter()
-                    .flat_map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            // prove_on catches panics of the native call; one here is ours.
-                            Vec::new()
-                        })
-                    })
+                    .flat_map(|h| h.join().unwrap_or_default())
                     .collect()
             });
             for (i, r, t) in out {

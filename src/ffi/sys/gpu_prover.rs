@@ -1,5 +1,6 @@
 //! Bindings to cuzk's own GPU prover in `kernels/groth16.cu`: parameters resident on one GPU
-//! ([`DeviceSrs`]) and one partition's h polynomial and five MSMs on it ([`DeviceSrs::prove`]).
+//! ([`DeviceSrs`]), a partition's inputs copied into device buffers ([`Stage::upload`]), and
+//! its h polynomial and five MSMs ([`DeviceSrs::prove`]).
 //!
 //! The kernels take blst's memory layouts, which `blstrs` wraps transparently: `G1Affine` is a
 //! `blst_p1_affine` (x, y in Montgomery form, 96 bytes), `G2Affine` a `blst_p2_affine` (192
@@ -18,6 +19,11 @@ const _: () = assert!(std::mem::size_of::<usize>() == 8);
 
 #[repr(C)]
 struct RawSrs {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+struct RawStage {
     _opaque: [u8; 0],
 }
 
@@ -67,9 +73,26 @@ extern "C" {
     ) -> c_int;
     fn cuzk_gpu_srs_bytes(s: *const RawSrs) -> usize;
     fn cuzk_gpu_srs_free(s: *mut RawSrs);
+    fn cuzk_gpu_stage_new(
+        s: *const RawSrs,
+        lg_domain: u32,
+        n_inp: usize,
+        n_aux: usize,
+        out: *mut *mut RawStage,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
+    fn cuzk_gpu_stage_bytes(g: *const RawStage) -> usize;
+    fn cuzk_gpu_stage_free(g: *mut RawStage);
+    fn cuzk_gpu_upload(
+        g: *mut RawStage,
+        input: *const RawInput,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
     fn cuzk_gpu_prove(
         s: *const RawSrs,
-        input: *const RawInput,
+        g: *mut RawStage,
         out: *mut RawOutput,
         err: *mut c_char,
         errlen: usize,
@@ -119,7 +142,8 @@ pub struct MsmResults {
     pub a: G1Affine,
     pub b_g1: G1Affine,
     pub b_g2: G2Affine,
-    /// upload, ntt, h, compact, l, a, b_g1, b_g2.
+    /// upload (with the A/B compaction), ntt, h, split (classifying the L, A, B scalars), l,
+    /// a, b_g1, b_g2.
     pub ms: [f64; 8],
 }
 
@@ -207,8 +231,84 @@ impl DeviceSrs {
         self.counts
     }
 
-    /// Runs one partition. The caller must not run two calls on the same GPU at once.
-    pub fn prove(&self, p: &PartitionInput) -> Result<MsmResults, String> {
+    /// Device buffers for one partition of this circuit (a, b, c, the assignment, the A and B
+    /// scalars), with their own copy stream.
+    pub fn stage(&self, lg_domain: u32, n_inputs: usize, n_aux: usize) -> Result<Stage, String> {
+        let mut raw: *mut RawStage = std::ptr::null_mut();
+        let mut err = [0 as c_char; 1024];
+        // SAFETY: a live handle, valid out-pointers; the callee checks the sizes.
+        let rc = unsafe {
+            cuzk_gpu_stage_new(
+                self.raw,
+                lg_domain,
+                n_inputs,
+                n_aux,
+                &mut raw,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        if rc != 0 || raw.is_null() {
+            return Err(message(&err));
+        }
+        Ok(Stage {
+            raw,
+            lg_domain,
+            n_inputs,
+            n_aux,
+        })
+    }
+
+    /// Proves the partition uploaded into `stage` (which then holds none). The caller must
+    /// not run two of these on the same GPU at once; uploads into other stages may run beside.
+    pub fn prove(&self, stage: &mut Stage) -> Result<MsmResults, String> {
+        let mut out = RawOutput::default();
+        let mut err = [0 as c_char; 1024];
+        // SAFETY: live handles (the stage exclusively borrowed), valid out buffers.
+        let rc = unsafe {
+            cuzk_gpu_prove(self.raw, stage.raw, &mut out, err.as_mut_ptr(), err.len())
+        };
+        if rc != 0 {
+            return Err(message(&err));
+        }
+        Ok(MsmResults {
+            h: g1(&out.h),
+            l: g1(&out.l),
+            a: g1(&out.a),
+            b_g1: g1(&out.b1),
+            b_g2: g2(&out.b2),
+            ms: out.ms,
+        })
+    }
+}
+
+/// One partition's worth of device buffers on one GPU; freed on drop.
+pub struct Stage {
+    raw: *mut RawStage,
+    lg_domain: u32,
+    n_inputs: usize,
+    n_aux: usize,
+}
+
+// SAFETY: a stage is used by one thread at a time (`&mut self` methods); the CUDA side does
+// not tie it to the thread that made it.
+unsafe impl Send for Stage {}
+
+impl Stage {
+    /// Whether this stage fits partitions of these sizes.
+    pub fn fits(&self, lg_domain: u32, n_inputs: usize, n_aux: usize) -> bool {
+        (self.lg_domain, self.n_inputs, self.n_aux) == (lg_domain, n_inputs, n_aux)
+    }
+
+    /// Device memory the stage takes, in bytes.
+    pub fn bytes(&self) -> u64 {
+        // SAFETY: a live handle.
+        unsafe { cuzk_gpu_stage_bytes(self.raw) as u64 }
+    }
+
+    /// Copies one partition in (and compacts its A and B scalars on the GPU); returns when
+    /// done.
+    pub fn upload(&mut self, p: &PartitionInput) -> Result<(), String> {
         let n_abc = p.a.len();
         if p.b.len() != n_abc || p.c.len() != n_abc {
             return Err("a, b and c differ in length".into());
@@ -240,23 +340,21 @@ impl DeviceSrs {
             b_inp_density: p.b_input_density.as_ptr().cast(),
             b_aux_density: p.b_aux_density.as_ptr().cast(),
         };
-        let mut out = RawOutput::default();
         let mut err = [0 as c_char; 1024];
-        // SAFETY: the slices outlive the call and their lengths are the ones passed (the
-        // bitmaps were checked to cover their variables); `out` and `err` are valid buffers.
-        let rc =
-            unsafe { cuzk_gpu_prove(self.raw, &input, &mut out, err.as_mut_ptr(), err.len()) };
+        // SAFETY: the slices outlive the call, which copies them before returning; their
+        // lengths are the ones passed (the bitmaps were checked to cover their variables).
+        let rc = unsafe { cuzk_gpu_upload(self.raw, &input, err.as_mut_ptr(), err.len()) };
         if rc != 0 {
             return Err(message(&err));
         }
-        Ok(MsmResults {
-            h: g1(&out.h),
-            l: g1(&out.l),
-            a: g1(&out.a),
-            b_g1: g1(&out.b1),
-            b_g2: g2(&out.b2),
-            ms: out.ms,
-        })
+        Ok(())
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from cuzk_gpu_stage_new and is freed once.
+        unsafe { cuzk_gpu_stage_free(self.raw) }
     }
 }
 
