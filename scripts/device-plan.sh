@@ -131,7 +131,15 @@ case ${1:-} in
     CUZK_GPU_PROVER=cuzk $D calls calls-own-2k 2k 1 1,4 --compare-cpu
     CUZK_GPU_PROVER=cuzk $D bench 2k-own 2k 30 -j 16 $SUPRA --baseline-jobs 1 --baseline-count 8
     ;;
-  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged" >&2; exit 2 ;;
+  h200-own-scaled)
+    # issue 13: the 32GiB-shaped scaled fixture (2^23 per partition) with both GPU provers.
+    $D info
+    $D setup scaled
+    CUZK_GPU_PROVER=cuzk $D calls calls-own-scaled scaled 1 1,4 --compare-cpu
+    CUZK_GPU_PROVER=supraseal $D calls calls-supra-scaled scaled 1 1,4
+    CUZK_GPU_PROVER=cuzk $D bench scaled-own scaled 12 -j 4 $SUPRA --baseline-jobs 1 --baseline-count 2
+    ;;
+  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"

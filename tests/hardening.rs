@@ -581,3 +581,62 @@ fn setup_never_overwrites_a_verifying_key_or_makes_production_parameters() {
     .unwrap_err();
     assert_eq!(err.status, Status::Unsupported, "{err}");
 }
+
+/// A small circuit's parameters written into `dir` as `<id>.params` and `<id>.vk`.
+fn small_params(dir: &std::path::Path, id: &str) -> bellperson::groth16::Parameters<Bls12> {
+    use rand::SeedableRng;
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(5);
+    let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(
+        common::tools::selftest::Synthetic {
+            seed: None,
+            rounds: 300,
+        },
+        &mut rng,
+    )
+    .unwrap();
+    let mut bytes = Vec::new();
+    params.write(&mut bytes).unwrap();
+    std::fs::write(cuzk::params::params_path(dir, id), bytes).unwrap();
+    let mut vk = Vec::new();
+    params.vk.write(&mut vk).unwrap();
+    std::fs::write(cuzk::params::vk_path(dir, id), vk).unwrap();
+    params
+}
+
+#[test]
+fn the_gpu_prover_reads_the_same_bases_as_bellperson_and_refuses_damaged_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = small_params(dir.path(), "bases");
+    let budget = cuzk::budget::Budget::new(1 << 34);
+    let srs = cuzk::params::SrsCache::new(dir.path().to_path_buf())
+        .get("bases", &budget)
+        .unwrap();
+    let b = srs.read_bases().unwrap();
+    assert_eq!(b.h, *params.h);
+    assert_eq!(b.l, *params.l);
+    assert_eq!(b.a, *params.a);
+    assert_eq!(b.b_g1, *params.b_g1);
+    assert_eq!(b.b_g2, *params.b_g2);
+
+    // One l point's x set past the field modulus: not a point. The file keeps its length, so
+    // only the points' own check catches it.
+    let path = cuzk::params::params_path(dir.path(), "bases");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let ends = section_ends(&path);
+    // ends: vk, then (after length, after points) for h, l, a, b_g1, b_g2.
+    let l_start = ends[3] as usize;
+    bytes[l_start + 96 * 7 + 1..l_start + 96 * 7 + 48].fill(0xff);
+    let bad = tempfile::tempdir().unwrap();
+    std::fs::write(cuzk::params::params_path(bad.path(), "bases"), &bytes).unwrap();
+    std::fs::copy(
+        cuzk::params::vk_path(dir.path(), "bases"),
+        cuzk::params::vk_path(bad.path(), "bases"),
+    )
+    .unwrap();
+    let srs = cuzk::params::SrsCache::new(bad.path().to_path_buf())
+        .get("bases", &budget)
+        .unwrap();
+    let err = srs.read_bases().err().expect("a damaged point must fail the read");
+    assert_eq!(err.status, Status::Params, "{err}");
+    assert!(err.message.contains("l query's point 7"), "{err}");
+}

@@ -287,3 +287,29 @@ impl Config {
         self.synthesis.unwrap_or(SynthesisMode::Pce)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Config, GpuProver};
+
+    #[test]
+    fn the_gpu_prover_is_part_of_what_must_match() {
+        let running = Config {
+            gpu_prover: Some(GpuProver::Supraseal),
+            ..Config::default()
+        }
+        .resolved();
+        let same = Config {
+            gpu_prover: Some(GpuProver::Supraseal),
+            ..Config::default()
+        };
+        let other = Config {
+            gpu_prover: Some(GpuProver::Cuzk),
+            ..Config::default()
+        };
+        assert!(same.matches(&running));
+        assert!(!other.matches(&running));
+        // A setting given explicitly survives resolution.
+        assert_eq!(other.resolved().gpu_prover, Some(GpuProver::Cuzk));
+    }
+}
