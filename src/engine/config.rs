@@ -12,7 +12,7 @@
 //! | `CUZK_DEVICE_COOLDOWN_S` | [`Config::device_cooldown`] |
 //! | `CUZK_SYNTHESIS` | [`Config::synthesis`] (`full` or `pce`) |
 //! | `CUZK_PCE_DIR` | [`Config::pce_dir`] |
-//! | `CUZK_GPU_PROVER` | [`Config::gpu_prover`] (`supraseal` or `cuzk`) |
+//! | `CUZK_GPU_PROVER` | [`Config::gpu_prover`] (`cuzk` or `supraseal`) |
 //!
 //! A field left at its automatic value (0, empty, `None`) takes the variable, else the
 //! built-in default; a value set in the `Config` wins over the environment.
@@ -108,8 +108,8 @@ pub struct Config {
     /// Directory of the circuits' recordings (`*.cuzk-pce`). Empty: `CUZK_PCE_DIR`, else the
     /// parameter directory.
     pub pce_dir: PathBuf,
-    /// GPU prover of a `cuda` build. None: `CUZK_GPU_PROVER` (`supraseal` or `cuzk`), else
-    /// supraseal-c2's.
+    /// GPU prover of a `cuda` build. None: `CUZK_GPU_PROVER` (`cuzk` or `supraseal`), else
+    /// cuzk's own (faster on every fixture measured, BENCHMARKS.md section 8).
     pub gpu_prover: Option<GpuProver>,
 }
 
@@ -222,11 +222,11 @@ impl Config {
         }
         if self.gpu_prover.is_none() {
             self.gpu_prover = Some(match std::env::var("CUZK_GPU_PROVER").as_deref() {
-                Ok("cuzk") => GpuProver::Cuzk,
-                Ok("supraseal") | Err(_) => GpuProver::Supraseal,
+                Ok("supraseal") => GpuProver::Supraseal,
+                Ok("cuzk") | Err(_) => GpuProver::Cuzk,
                 Ok(v) => {
-                    log::warn!("ignoring CUZK_GPU_PROVER={v:?}: use supraseal or cuzk");
-                    GpuProver::Supraseal
+                    log::warn!("ignoring CUZK_GPU_PROVER={v:?}: use cuzk or supraseal");
+                    GpuProver::Cuzk
                 }
             });
         }
