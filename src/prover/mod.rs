@@ -27,8 +27,10 @@ pub struct StageTimes {
     pub gpu_ms: f64,
     /// Host-side preparation before the GPU call (assignment mapping, SRS lookup).
     pub host_ms: f64,
-    /// cuzk's GPU prover, per stage: upload, NTTs (h), H MSM, density compaction, L, A,
-    /// B(G1), B(G2) MSMs. Zero for other backends.
+    /// cuzk's GPU prover, per stage: upload (with the A/B density compaction; it overlaps
+    /// the previous partition's kernels), NTTs (h), H MSM, classifying the L/A/B scalars, then
+    /// the L, A, B(G1), B(G2) MSMs (sum of the bases whose scalar is one, plus a Pippenger over
+    /// the rest). Zero for other backends.
     pub gpu_stages_ms: [f64; 8],
 }
 

@@ -60,7 +60,7 @@ pub struct CallRow {
     /// Process CPU time (user + system, all threads) per partition during the calls.
     pub cpu_ms_per_partition: f64,
     /// Mean per-partition stage times the backend reported (cuzk's GPU prover: upload, NTTs,
-    /// H, compaction, L, A, B(G1), B(G2)), in ms.
+    /// H, split, L, A, B(G1), B(G2)), in ms.
     pub stages_ms: [f64; 8],
 }
 
