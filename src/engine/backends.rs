@@ -37,13 +37,10 @@ pub fn select_backends(cfg: &Config) -> Result<Vec<Box<dyn ProverBackend>>> {
                         )));
                     }
                 }
-                if cfg.gpu_prover == Some(super::config::GpuProver::Cuzk) {
-                    let mut chosen = found;
-                    chosen.truncate(limit.unwrap_or(usize::MAX));
-                    for d in &chosen {
+                let say = |chosen: &[crate::sys::cuda::CudaDevice], prover: &str| {
+                    for d in chosen {
                         log::info!(
-                            "cuzk: proving on GPU {} ({}, sm_{}{}, {} SMs, {} MiB free) with \
-                             cuzk's GPU prover",
+                            "cuzk: proving on GPU {} ({}, sm_{}{}, {} SMs, {} MiB free) with {prover}",
                             d.ordinal,
                             d.name,
                             d.capability.0,
@@ -52,7 +49,11 @@ pub fn select_backends(cfg: &Config) -> Result<Vec<Box<dyn ProverBackend>>> {
                             d.free_mem >> 20
                         );
                     }
-                    let _ = visible;
+                };
+                if cfg.gpu_prover == Some(super::config::GpuProver::Cuzk) {
+                    let mut chosen = found;
+                    chosen.truncate(limit.unwrap_or(usize::MAX));
+                    say(&chosen, "cuzk's GPU prover");
                     return Ok(vec![Box::new(crate::prover::cuzk_gpu::CuzkGpuProver::new(
                         chosen, gpu_batch,
                     ))]);
@@ -72,17 +73,7 @@ pub fn select_backends(cfg: &Config) -> Result<Vec<Box<dyn ProverBackend>>> {
                     );
                     return Ok(cpu());
                 }
-                for d in &chosen {
-                    log::info!(
-                        "cuzk: proving on GPU {} ({}, sm_{}{}, {} SMs, {} MiB free)",
-                        d.ordinal,
-                        d.name,
-                        d.capability.0,
-                        d.capability.1,
-                        d.multiprocessors,
-                        d.free_mem >> 20
-                    );
-                }
+                say(&chosen, "supraseal-c2's GPU prover");
                 if chosen.len() < visible {
                     log::warn!(
                         "cuzk: using {} of the {visible} GPUs this process sees: one partition per GPU \

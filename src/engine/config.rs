@@ -163,6 +163,24 @@ fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
     }
 }
 
+/// The choice a variable names, of `choices` (the first is the default when it is unset or
+/// names none of them, with a warning in that case).
+fn env_choice<T: Copy>(name: &str, choices: &[(&str, T)]) -> T {
+    let v = std::env::var(name).ok();
+    match v.as_deref() {
+        None => choices[0].1,
+        Some(v) => choices
+            .iter()
+            .find(|(n, _)| *n == v.trim())
+            .map(|c| c.1)
+            .unwrap_or_else(|| {
+                let names: Vec<&str> = choices.iter().map(|c| c.0).collect();
+                log::warn!("ignoring {name}={v:?}: use {}", names.join(" or "));
+                choices[0].1
+            }),
+    }
+}
+
 fn env_secs(name: &str) -> Option<Duration> {
     env_parse::<f64>(name)
         .filter(|s| s.is_finite() && *s > 0.0)
@@ -211,24 +229,16 @@ impl Config {
                 env_secs("CUZK_DEVICE_COOLDOWN_S").unwrap_or(DEFAULT_DEVICE_COOLDOWN);
         }
         if self.synthesis.is_none() {
-            self.synthesis = Some(match std::env::var("CUZK_SYNTHESIS").as_deref() {
-                Ok("full") => SynthesisMode::Full,
-                Ok("pce") | Err(_) => SynthesisMode::Pce,
-                Ok(v) => {
-                    log::warn!("ignoring CUZK_SYNTHESIS={v:?}: use full or pce");
-                    SynthesisMode::Pce
-                }
-            });
+            self.synthesis = Some(env_choice(
+                "CUZK_SYNTHESIS",
+                &[("pce", SynthesisMode::Pce), ("full", SynthesisMode::Full)],
+            ));
         }
         if self.gpu_prover.is_none() {
-            self.gpu_prover = Some(match std::env::var("CUZK_GPU_PROVER").as_deref() {
-                Ok("supraseal") => GpuProver::Supraseal,
-                Ok("cuzk") | Err(_) => GpuProver::Cuzk,
-                Ok(v) => {
-                    log::warn!("ignoring CUZK_GPU_PROVER={v:?}: use cuzk or supraseal");
-                    GpuProver::Cuzk
-                }
-            });
+            self.gpu_prover = Some(env_choice(
+                "CUZK_GPU_PROVER",
+                &[("cuzk", GpuProver::Cuzk), ("supraseal", GpuProver::Supraseal)],
+            ));
         }
         if self.pce_dir.as_os_str().is_empty() {
             self.pce_dir = std::env::var_os("CUZK_PCE_DIR")

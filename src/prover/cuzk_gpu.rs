@@ -480,3 +480,38 @@ impl ProverBackend for CuzkGpuProver {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{cuda::CudaDevice, CuzkGpuProver, ProverBackend};
+
+    fn dev(ordinal: usize) -> CudaDevice {
+        CudaDevice {
+            ordinal,
+            name: "test".into(),
+            capability: (9, 0),
+            multiprocessors: 1,
+            total_mem: 0,
+            free_mem: 0,
+        }
+    }
+
+    #[test]
+    fn a_batch_is_split_over_the_gpus_in_service_only() {
+        let p = CuzkGpuProver::new(vec![dev(0), dev(1)], 4);
+        assert_eq!(p.devices(), ["cuda:0", "cuda:1"]);
+        assert_eq!(p.max_batch(), 8);
+        let placed: Vec<usize> = (0..8).map(|i| p.device_for(i, 8)).collect();
+        assert_eq!(placed, [0, 0, 0, 0, 1, 1, 1, 1]);
+        // An uneven batch: the first GPU takes one more.
+        let placed: Vec<usize> = (0..3).map(|i| p.device_for(i, 3)).collect();
+        assert_eq!(placed, [0, 0, 1]);
+        // GPU 0 out of service: everything goes to GPU 1 (no positional rule as supraseal's).
+        assert!(p.set_enabled(0, false));
+        assert_eq!(p.max_batch(), 4);
+        assert!((0..4).all(|i| p.device_for(i, 4) == 1));
+        assert!(p.set_enabled(1, false));
+        assert_eq!(p.max_batch(), 0);
+        assert!(!p.set_enabled(2, false));
+    }
+}
