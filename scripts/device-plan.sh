@@ -15,6 +15,10 @@
 #                                   # against the incumbent (p10: pce twice, recorded then loaded)
 #   scripts/device-plan.sh h200-own        # issue 13: cuzk's GPU prover: self-tests (same bytes as
 #                                   # the CPU), compute-sanitizer, call cost against supraseal
+#   scripts/device-plan.sh h200-own-p10    # the same after stage 2, and the 10-partition stream
+#   scripts/device-plan.sh h200-own-staged # stage 3: calls (--compare-cpu) and streams, 10-partition
+#                                   # and real 2KiB, against the incumbent
+#   scripts/device-plan.sh h200-own-scaled # the scaled fixture with both GPU provers, and its stream
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
