@@ -477,8 +477,6 @@ int cuzk_gpu_stage_new(const cuzk_gpu_srs* s, uint32_t lg_domain, size_t n_inp, 
     return -1;
 }
 
-size_t cuzk_gpu_stage_bytes(const cuzk_gpu_stage* g) { return g ? g->bytes : 0; }
-
 void cuzk_gpu_stage_free(cuzk_gpu_stage* g)
 {
     if (!g) return;

@@ -192,25 +192,6 @@ impl CuzkGpuProver {
             .unwrap_or_else(|| Err(Error::internal("parameters vanished while loading")))
     }
 
-    /// Device memory the parameters of `srs` take on each GPU holding them.
-    pub fn device_bytes(&self) -> Vec<(String, u64)> {
-        self.gpus
-            .iter()
-            .map(|g| {
-                let bytes = g
-                    .srs
-                    .lock()
-                    .values()
-                    .map(|h| match h {
-                        Held::Loaded(l) => l.dev.bytes(),
-                        Held::Failed(..) => 0,
-                    })
-                    .sum();
-                (g.name.clone(), bytes)
-            })
-            .collect()
-    }
-
     /// Copies one partition into a stage of GPU `g` (a free one, or a new one).
     fn upload(
         &self,

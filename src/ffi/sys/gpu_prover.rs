@@ -82,7 +82,6 @@ extern "C" {
         err: *mut c_char,
         errlen: usize,
     ) -> c_int;
-    fn cuzk_gpu_stage_bytes(g: *const RawStage) -> usize;
     fn cuzk_gpu_stage_free(g: *mut RawStage);
     fn cuzk_gpu_upload(
         g: *mut RawStage,
@@ -109,9 +108,6 @@ fn message(buf: &[c_char]) -> String {
 /// One circuit's bases in one GPU's memory; freed on drop.
 pub struct DeviceSrs {
     raw: *mut RawSrs,
-    ordinal: usize,
-    /// Points per query: h, l, a, b (b_g1 and b_g2 alike).
-    counts: [usize; 4],
 }
 
 // SAFETY: the handle is only read by `prove`, which the CUDA side documents as safe to call
@@ -209,26 +205,13 @@ impl DeviceSrs {
         if rc != 0 || raw.is_null() {
             return Err(message(&err));
         }
-        Ok(DeviceSrs {
-            raw,
-            ordinal,
-            counts: [h.len(), l.len(), a.len(), b_g1.len()],
-        })
+        Ok(DeviceSrs { raw })
     }
 
     /// Device memory the bases take, in bytes.
     pub fn bytes(&self) -> u64 {
         // SAFETY: a live handle.
         unsafe { cuzk_gpu_srs_bytes(self.raw) as u64 }
-    }
-
-    pub fn ordinal(&self) -> usize {
-        self.ordinal
-    }
-
-    /// Points per query: h, l, a, b.
-    pub fn counts(&self) -> [usize; 4] {
-        self.counts
     }
 
     /// Device buffers for one partition of this circuit (a, b, c, the assignment, the A and B
@@ -298,12 +281,6 @@ impl Stage {
     /// Whether this stage fits partitions of these sizes.
     pub fn fits(&self, lg_domain: u32, n_inputs: usize, n_aux: usize) -> bool {
         (self.lg_domain, self.n_inputs, self.n_aux) == (lg_domain, n_inputs, n_aux)
-    }
-
-    /// Device memory the stage takes, in bytes.
-    pub fn bytes(&self) -> u64 {
-        // SAFETY: a live handle.
-        unsafe { cuzk_gpu_stage_bytes(self.raw) as u64 }
     }
 
     /// Copies one partition in (and compacts its A and B scalars on the GPU); returns when
