@@ -40,6 +40,26 @@
 #define CUZK_NO_PARTITION 4294967295
 
 /**
+ * `cuzk_admission.reason`: why a job would not start now.
+ */
+#define CUZK_ADMIT_OK 0
+
+/**
+ * Not enough of the memory budget is free for one of its partitions.
+ */
+#define CUZK_ADMIT_MEMORY 1
+
+/**
+ * `max_jobs` jobs are queued or running.
+ */
+#define CUZK_ADMIT_MAX_JOBS 2
+
+/**
+ * Records waiting for the sink beyond which new ones are dropped.
+ */
+#define QUEUE_LIMIT 100000
+
+/**
  * Status code of every fallible cuzk operation. The numbers are part of the C ABI
  * (`cuzk_status`): never renumber, only append.
  */
@@ -346,6 +366,91 @@ typedef struct cuzk_engine_report {
 } cuzk_engine_report;
 
 /**
+ * The answer of `cuzk_engine_admission`. Fields are only appended.
+ */
+typedef struct cuzk_admission {
+  /**
+   * `sizeof(cuzk_admission)`.
+   */
+  uint32_t struct_size;
+  /**
+   * 1: one more job of the type would start now; 0: it would wait (see `reason`).
+   */
+  uint8_t admit;
+  /**
+   * A `CUZK_ADMIT_*` value.
+   */
+  uint32_t reason;
+  /**
+   * Partitions of one job of the type.
+   */
+  uint32_t partitions_per_job;
+  /**
+   * Partitions of the type that could reserve their memory now, after the work ahead.
+   */
+  uint64_t partitions_fit;
+  /**
+   * Jobs of the type whose every partition could reserve its memory now (at most
+   * `job_slots`).
+   */
+  uint64_t jobs_fit;
+  /**
+   * Bytes one partition reserves.
+   */
+  uint64_t partition_bytes;
+  /**
+   * Parameter bytes still to be loaded into host memory for the type (0: resident).
+   */
+  uint64_t params_bytes;
+  /**
+   * Bytes queued partitions ahead of a new job will reserve, with parameters they load.
+   */
+  uint64_t queued_bytes;
+  /**
+   * Memory budget less reserved bytes.
+   */
+  uint64_t free_bytes;
+  /**
+   * Jobs that may still be submitted before `max_jobs`.
+   */
+  uint64_t job_slots;
+} cuzk_admission;
+
+/**
+ * A log record, valid only during the callback.
+ */
+typedef struct cuzk_log_record {
+  /**
+   * `sizeof(cuzk_log_record)`: fields are only appended.
+   */
+  uint32_t struct_size;
+  /**
+   * 1 ERROR, 2 WARN, 3 INFO, 4 DEBUG, 5 TRACE.
+   */
+  uint32_t level;
+  /**
+   * Microseconds since the Unix epoch when it was logged.
+   */
+  uint64_t unix_us;
+  /**
+   * NUL-terminated module path or target ("cuzk::engine", "bellperson::groth16::prover").
+   */
+  const char *target;
+  /**
+   * NUL-terminated UTF-8 message.
+   */
+  const char *message;
+} cuzk_log_record;
+
+/**
+ * Log callback: `userdata` first. Called by one library thread (`cuzk-log`), one record at a
+ * time and in order; never by the thread that logged, never with an engine lock held. It may
+ * call any cuzk function, `cuzk_log_set_callback` included. Records beyond 100,000 waiting are
+ * dropped (counted in the metrics' `cuzk_log_records_dropped_total`). It must not throw (C++).
+ */
+typedef void (*cuzk_log_cb)(void *userdata, const struct cuzk_log_record *rec);
+
+/**
  * A timeline event, valid only during the callback.
  */
 typedef struct cuzk_timeline_event {
@@ -389,7 +494,8 @@ typedef struct cuzk_timeline_event {
  * counted). From inside it a callback may call `cuzk_timeline_register`,
  * `cuzk_timeline_unregister` (its own handle or another's: returns at once, and the callback
  * is not called again), `cuzk_submit`, `cuzk_cancel`, `cuzk_poll`, `cuzk_await` with a zero
- * timeout, `cuzk_engine_status`, `cuzk_engine_metrics`, `cuzk_device_set_enabled` and
+ * timeout, `cuzk_engine_status`, `cuzk_engine_metrics`, `cuzk_engine_admission`,
+ * `cuzk_device_set_enabled`, `cuzk_log_set_callback` and
  * `cuzk_verify_seal`; `cuzk_engine_start`, `cuzk_engine_shutdown`, `cuzk_seal_commit_phase2`
  * and a waiting `cuzk_await` answer `CUZK_STATUS_IN_CALLBACK`. It must not throw (C++).
  */
@@ -512,6 +618,41 @@ cuzk_status cuzk_engine_status(struct cuzk_engine_report *out, struct cuzk_error
 cuzk_status cuzk_engine_metrics(uint32_t format,
                                 struct cuzk_bytes *text_out,
                                 struct cuzk_error *err_out);
+
+/**
+ * Admission for a scheduler: writes to `*out` whether one more job of `registered_proof` (its
+ * number in filecoin-ffi and go-state-types' `abi.RegisteredSealProof`: 0-4 V1, 5-9 V1_1, ...)
+ * at `priority` would start now within the memory budget, and how many could, from the
+ * engine's own accounting at the moment of the call (reserved memory, partitions queued
+ * ahead, parameters still to load). `fixture_partitions` / `fixture_layers` select a test
+ * shape (0: the type's own). The answer can change as soon as it is given: a job submitted
+ * after it may still wait for memory, never fail for it. `CUZK_STATUS_INVALID_ARGUMENT` for an
+ * unknown number, `CUZK_STATUS_UNSUPPORTED` for a type the engine does not prove,
+ * `CUZK_STATUS_PARAMS` where its parameter files are missing or damaged,
+ * `CUZK_STATUS_NOT_RUNNING` without an engine. Thread-safe; allowed in a timeline callback.
+ */
+cuzk_status cuzk_engine_admission(int64_t registered_proof,
+                                  int32_t priority,
+                                  uint32_t fixture_partitions,
+                                  uint32_t fixture_layers,
+                                  struct cuzk_admission *out,
+                                  struct cuzk_error *err_out);
+
+/**
+ * Sends the library's log records (its own and those of the proving crates inside it) to `cb`
+ * instead of stderr; `cb` NULL goes back to stderr. `RUST_LOG` filters them as always; where it
+ * is not set, `max_level` (1 ERROR ... 5 TRACE; 0: WARN) is the most verbose level passed on.
+ * From outside the callback: the records logged before the call are delivered first (to the
+ * old callback, waiting at most five seconds for it), and once this returns the old callback is
+ * not running and is never called again, so its userdata may be freed. From inside the
+ * callback: returns at once, and the old callback is not called after its running call.
+ * `CUZK_STATUS_UNSUPPORTED` where the process already had a Rust logger when cuzk was first
+ * called (then records go to that logger). Thread-safe.
+ */
+cuzk_status cuzk_log_set_callback(cuzk_log_cb cb,
+                                  void *userdata,
+                                  uint32_t max_level,
+                                  struct cuzk_error *err_out);
 
 /**
  * Registers a timeline callback on the running engine; writes a handle (unique for the life

@@ -15,6 +15,8 @@ struct State {
     resident: u64,
     /// Priority requests waiting: ordinary requests wait behind them.
     priority_waiting: usize,
+    /// Bytes asked for by requests waiting for memory (they take it before a later request).
+    waiting: u64,
 }
 
 /// A byte budget shared by the engine's workers.
@@ -62,6 +64,7 @@ impl Budget {
                 peak: 0,
                 resident: 0,
                 priority_waiting: 0,
+                waiting: 0,
             }),
             freed: Condvar::new(),
         })
@@ -83,6 +86,11 @@ impl Budget {
     /// Bytes held by resident parameter sets.
     pub fn resident(&self) -> u64 {
         self.state.lock().resident
+    }
+
+    /// Bytes that requests waiting for memory now have asked for.
+    pub fn waiting(&self) -> u64 {
+        self.state.lock().waiting
     }
 
     fn grant(self: &Arc<Self>, st: &mut State, bytes: u64, resident: bool) -> Reservation {
@@ -126,6 +134,7 @@ impl Budget {
     ) -> Result<Reservation> {
         let mut st = self.state.lock();
         st.priority_waiting += 1;
+        st.waiting += bytes;
         let res = loop {
             if st.used + bytes <= self.total {
                 break Ok(self.grant(&mut st, bytes, false));
@@ -149,6 +158,7 @@ impl Budget {
             self.freed.wait_for(&mut st, Duration::from_millis(50));
         };
         st.priority_waiting -= 1;
+        st.waiting -= bytes;
         drop(st);
         self.freed.notify_all();
         res
@@ -174,15 +184,21 @@ impl Budget {
             ));
         }
         let mut st = self.state.lock();
-        loop {
+        if st.priority_waiting == 0 && st.used + bytes <= self.total {
+            return Ok(self.grant(&mut st, bytes, false));
+        }
+        st.waiting += bytes;
+        let res = loop {
             if st.priority_waiting == 0 && st.used + bytes <= self.total {
-                return Ok(self.grant(&mut st, bytes, false));
+                break Ok(self.grant(&mut st, bytes, false));
             }
             if let Some(e) = give_up() {
-                return Err(e);
+                break Err(e);
             }
             self.freed.wait_for(&mut st, Duration::from_millis(50));
-        }
+        };
+        st.waiting -= bytes;
+        res
     }
 }
 
@@ -224,10 +240,13 @@ mod tests {
         let r = b.try_acquire(80).unwrap();
         let b2 = b.clone();
         let t = std::thread::spawn(move || b2.acquire(50, "y", || None).map(|r| r.bytes()));
-        std::thread::sleep(Duration::from_millis(100));
+        while b.waiting() != 50 {
+            std::thread::yield_now();
+        }
         assert_eq!(b.used(), 80);
         drop(r);
         assert_eq!(t.join().unwrap().unwrap(), 50);
+        assert_eq!(b.waiting(), 0);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! backend. The C ABI lives in [`ffi`]; everything else is safe Rust.
 //!
 //! Layers, each importing only from the ones before it:
-//! [`error`], [`timeline`], [`budget`], [`sys`] → [`params`] → [`prover`] → [`pce`] → [`porep`] →
+//! [`error`], [`logging`], [`timeline`], [`budget`], [`sys`] → [`params`] → [`prover`] → [`pce`] → [`porep`] →
 //! [`engine`] → [`ffi`]. The command line's and the tests' tools (fixtures, benchmarks, timeline
 //! analysis and drawing) are in `src/tools/`, outside this library.
 
@@ -13,6 +13,7 @@ pub mod budget;
 pub mod engine;
 pub mod error;
 pub mod ffi;
+pub mod logging;
 pub mod params;
 pub mod pce;
 pub mod porep;

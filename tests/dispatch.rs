@@ -583,3 +583,101 @@ fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
         engine.shutdown().unwrap();
     }
 }
+
+/// Admission answers from the engine's accounting: yes with room for a partition (counting
+/// the parameters still to load), no while the budget is full (MEMORY) or every job slot is
+/// taken (MAX_JOBS), and yes again once the jobs end; bad proof types are clear errors.
+#[test]
+fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
+    use cuzk::engine::AdmissionReason;
+    let (spec, rep, c1) = common::fixture(FixtureShape::default());
+    let file = std::fs::metadata(&rep.params_path).unwrap().len();
+    let part = cuzk::params::check_file(&rep.params_path)
+        .unwrap()
+        .size()
+        .working_bytes();
+    // The parameters' device copy (held in the budget by the simulated GPU) and one and a
+    // half partitions.
+    let budget = file + part + part / 2;
+    let sim = SimOne::new(1, vec![Call::Gated], Call::Dummy);
+    let gate = sim.gate.clone();
+    let engine = Arc::new(
+        Engine::start_with_fallback(
+            Config {
+                params_dir: common::params_dir(),
+                self_check: false,
+                synthesis_workers: 2,
+                memory_budget: budget,
+                max_jobs: 2,
+                synthesis: Some(cuzk::engine::SynthesisMode::Full),
+                ..Config::default()
+            },
+            vec![Box::new(sim)],
+            Box::new(common::Stub::default()),
+        )
+        .unwrap(),
+    );
+    let proof = spec.proof;
+    let e = engine.clone();
+    common::within(600, "admission under load", move || {
+        let _opens = common::Opens(gate.clone());
+        let ask = || e.admission(proof, FixtureShape::default(), 0).unwrap();
+        let a = ask();
+        assert!(a.admit, "{a:?}");
+        assert_eq!(a.reason, AdmissionReason::Ok);
+        assert_eq!(
+            (a.partition_bytes, a.params_bytes, a.free_bytes),
+            (part, file, budget)
+        );
+        assert_eq!((a.partitions_per_job, a.partitions_fit, a.jobs_fit), (1, 1, 1));
+        assert_eq!(a.job_slots, 2);
+
+        // W holds its partition's memory on the (gated) GPU beside the parameters.
+        let w = e.submit(request(&spec, &c1, FixtureShape::default())).unwrap();
+        common::wait_until(120, "W on the GPU", || e.status().proving == 1);
+        let a = ask();
+        assert!(!a.admit, "{a:?}");
+        assert_eq!(a.reason, AdmissionReason::Memory);
+        assert_eq!((a.params_bytes, a.free_bytes), (0, budget - file - part));
+        assert_eq!((a.partitions_fit, a.jobs_fit, a.job_slots), (0, 0, 1));
+
+        // X is submitted anyway: it waits for memory, and takes every job slot.
+        let x = e.submit(request(&spec, &c1, FixtureShape::default())).unwrap();
+        common::wait_until(120, "X waiting for memory", || ask().queued_bytes == part);
+        let a = ask();
+        assert_eq!((a.admit, a.reason, a.job_slots), (false, AdmissionReason::MaxJobs, 0));
+        assert_eq!(
+            e.submit(request(&spec, &c1, FixtureShape::default()))
+                .unwrap_err()
+                .status,
+            Status::ResourceExhausted
+        );
+
+        gate.open();
+        e.await_job(w, None).unwrap();
+        e.await_job(x, None).unwrap();
+        let a = ask();
+        assert!(a.admit, "{a:?}");
+        assert_eq!((a.partitions_fit, a.queued_bytes, a.job_slots), (1, 0, 2));
+        assert_eq!(a.free_bytes, budget - file);
+
+        // Types it does not prove, unknown ones and ones without parameters.
+        let err = |p| e.admission(p, FixtureShape::default(), 0).unwrap_err().status;
+        use cuzk::porep::SealProof::*;
+        assert_eq!(err(StackedDrg2KiBV1_2_Feat_NonInteractivePoRep), Status::Unsupported);
+        assert_eq!(err(StackedDrg8MiBV1_1), Status::Params);
+        assert_eq!(
+            cuzk::engine::seal_proof_from_abi(99).unwrap_err().status,
+            Status::InvalidArgument
+        );
+    });
+    assert!(engine.status().memory_peak <= budget);
+    engine.shutdown().unwrap();
+    assert_eq!(
+        engine
+            .admission(proof, FixtureShape::default(), 0)
+            .unwrap_err()
+            .status,
+        Status::NotRunning
+    );
+}

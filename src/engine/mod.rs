@@ -17,6 +17,7 @@
 //! Threads: every worker loop catches panics and fails only the job it was working on. User
 //! callbacks never run on these threads (see [`crate::timeline`]).
 
+mod admission;
 mod backends;
 mod config;
 mod dispatch;
@@ -28,7 +29,7 @@ mod status;
 mod synth;
 
 use std::{
-    collections::HashSet,
+    collections::{HashMap, HashSet},
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Arc,
@@ -42,6 +43,7 @@ use parking_lot::Mutex;
 use crate::pce::PceCache;
 
 pub use self::{
+    admission::{seal_proof_from_abi, Admission, AdmissionReason},
     backends::select_backends,
     config::{
         default_params_dir, Config, GpuProver, SynthesisMode, CANCELLED_RETENTION, DEFAULT_DEVICE_COOLDOWN,
@@ -91,6 +93,8 @@ struct Inner {
     fallback: Box<dyn ProverBackend>,
     /// Checked parameter instances (`Srs::generation`) every backend has prepared.
     prepared: Mutex<HashSet<u64>>,
+    /// Parameter ids of the proof types admission was asked about (proof, fixture shape).
+    params_ids: Mutex<HashMap<(u32, usize, usize), String>>,
     devices: Mutex<Vec<DeviceStatus>>,
     /// Next probe of each device out of service for faults.
     probes: Mutex<Vec<Probe>>,
@@ -194,6 +198,7 @@ impl Engine {
             slot_base,
             fallback,
             prepared: Mutex::new(HashSet::new()),
+            params_ids: Mutex::new(HashMap::new()),
             probes: Mutex::new(vec![Probe::default(); devices.len()]),
             devices: Mutex::new(devices),
             cfg,

@@ -151,6 +151,14 @@ impl<T> PriorityQueue<T> {
         rest
     }
 
+    /// Calls `f` on every queued item, in no particular order, with the queue locked (`f`
+    /// must not touch the queue).
+    pub fn for_each(&self, mut f: impl FnMut(&Key, &T)) {
+        for e in self.inner.lock().heap.iter() {
+            f(&e.key, &e.item);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.inner.lock().heap.len()
     }

@@ -46,6 +46,8 @@ pub struct EngineStatus {
     pub cpu_retry_queue: usize,
     /// Timeline events dropped because the callbacks fell too far behind.
     pub timeline_events_dropped: u64,
+    /// Log records dropped because the host's log callback fell too far behind.
+    pub log_records_dropped: u64,
     /// Times a parameter file was checked (a remembered failure is not checked again until
     /// the file changes).
     pub params_checks: u64,
@@ -106,6 +108,12 @@ impl EngineStatus {
             "counter",
             "Partitions a GPU failed on, proved again on the CPU.",
             &one(self.cpu_retries as f64),
+        );
+        metric(
+            "cuzk_log_records_dropped_total",
+            "counter",
+            "Log records dropped because the host's log callback fell behind.",
+            &one(self.log_records_dropped as f64),
         );
         metric(
             "cuzk_pce_recordings",
@@ -265,6 +273,7 @@ impl Engine {
             cpu_retries: i.counters.cpu_retries.load(Ordering::Relaxed),
             cpu_retry_queue: i.retry_q.len(),
             timeline_events_dropped: i.timeline.dropped(),
+            log_records_dropped: crate::logging::dropped(),
             params_checks: i.srs.checks(),
             pce_resident: pce.resident,
             pce_working: pce.working,

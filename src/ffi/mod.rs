@@ -135,7 +135,8 @@ pub struct cuzk_timeline_event {
 /// counted). From inside it a callback may call `cuzk_timeline_register`,
 /// `cuzk_timeline_unregister` (its own handle or another's: returns at once, and the callback
 /// is not called again), `cuzk_submit`, `cuzk_cancel`, `cuzk_poll`, `cuzk_await` with a zero
-/// timeout, `cuzk_engine_status`, `cuzk_engine_metrics`, `cuzk_device_set_enabled` and
+/// timeout, `cuzk_engine_status`, `cuzk_engine_metrics`, `cuzk_engine_admission`,
+/// `cuzk_device_set_enabled`, `cuzk_log_set_callback` and
 /// `cuzk_verify_seal`; `cuzk_engine_start`, `cuzk_engine_shutdown`, `cuzk_seal_commit_phase2`
 /// and a waiting `cuzk_await` answer `CUZK_STATUS_IN_CALLBACK`. It must not throw (C++).
 pub type cuzk_timeline_cb =
@@ -162,6 +163,8 @@ fn write_error(err_out: *mut cuzk_error, e: &Error) {
 
 /// Runs `f` behind the panic boundary; writes `err_out` on failure.
 fn boundary(err_out: *mut cuzk_error, f: impl FnOnce() -> Result<()>) -> Status {
+    // A C or Go host has no Rust logger: the library's own takes the records (`RUST_LOG`).
+    crate::logging::install();
     match crate::error::catch("cuzk", Status::Panic, f) {
         Ok(()) => Status::Ok,
         Err(e) => {
@@ -632,6 +635,172 @@ pub extern "C" fn cuzk_engine_metrics(
             }
         };
         write_bytes(text_out, text.into_bytes());
+        Ok(())
+    })
+}
+
+/// `cuzk_admission.reason`: why a job would not start now.
+pub const CUZK_ADMIT_OK: u32 = 0;
+/// Not enough of the memory budget is free for one of its partitions.
+pub const CUZK_ADMIT_MEMORY: u32 = 1;
+/// `max_jobs` jobs are queued or running.
+pub const CUZK_ADMIT_MAX_JOBS: u32 = 2;
+
+/// The answer of `cuzk_engine_admission`. Fields are only appended.
+#[repr(C)]
+pub struct cuzk_admission {
+    /// `sizeof(cuzk_admission)`.
+    pub struct_size: u32,
+    /// 1: one more job of the type would start now; 0: it would wait (see `reason`).
+    pub admit: u8,
+    /// A `CUZK_ADMIT_*` value.
+    pub reason: u32,
+    /// Partitions of one job of the type.
+    pub partitions_per_job: u32,
+    /// Partitions of the type that could reserve their memory now, after the work ahead.
+    pub partitions_fit: u64,
+    /// Jobs of the type whose every partition could reserve its memory now (at most
+    /// `job_slots`).
+    pub jobs_fit: u64,
+    /// Bytes one partition reserves.
+    pub partition_bytes: u64,
+    /// Parameter bytes still to be loaded into host memory for the type (0: resident).
+    pub params_bytes: u64,
+    /// Bytes queued partitions ahead of a new job will reserve, with parameters they load.
+    pub queued_bytes: u64,
+    /// Memory budget less reserved bytes.
+    pub free_bytes: u64,
+    /// Jobs that may still be submitted before `max_jobs`.
+    pub job_slots: u64,
+}
+
+/// Admission for a scheduler: writes to `*out` whether one more job of `registered_proof` (its
+/// number in filecoin-ffi and go-state-types' `abi.RegisteredSealProof`: 0-4 V1, 5-9 V1_1, ...)
+/// at `priority` would start now within the memory budget, and how many could, from the
+/// engine's own accounting at the moment of the call (reserved memory, partitions queued
+/// ahead, parameters still to load). `fixture_partitions` / `fixture_layers` select a test
+/// shape (0: the type's own). The answer can change as soon as it is given: a job submitted
+/// after it may still wait for memory, never fail for it. `CUZK_STATUS_INVALID_ARGUMENT` for an
+/// unknown number, `CUZK_STATUS_UNSUPPORTED` for a type the engine does not prove,
+/// `CUZK_STATUS_PARAMS` where its parameter files are missing or damaged,
+/// `CUZK_STATUS_NOT_RUNNING` without an engine. Thread-safe; allowed in a timeline callback.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_admission(
+    registered_proof: i64,
+    priority: i32,
+    fixture_partitions: u32,
+    fixture_layers: u32,
+    out: *mut cuzk_admission,
+    err_out: *mut cuzk_error,
+) -> Status {
+    boundary(err_out, || {
+        if out.is_null() {
+            return Err(Error::invalid_argument("out is NULL"));
+        }
+        let proof = engine::seal_proof_from_abi(registered_proof)?;
+        let fixture = FixtureShape {
+            partitions: fixture_partitions as usize,
+            layers: fixture_layers as usize,
+        };
+        let a = running()?.admission(proof, fixture, priority)?;
+        let r = cuzk_admission {
+            struct_size: std::mem::size_of::<cuzk_admission>() as u32,
+            admit: a.admit as u8,
+            reason: a.reason as u32,
+            partitions_per_job: a.partitions_per_job as u32,
+            partitions_fit: a.partitions_fit,
+            jobs_fit: a.jobs_fit,
+            partition_bytes: a.partition_bytes,
+            params_bytes: a.params_bytes,
+            queued_bytes: a.queued_bytes,
+            free_bytes: a.free_bytes,
+            job_slots: a.job_slots,
+        };
+        // SAFETY: non-NULL (checked).
+        unsafe { *out = r };
+        Ok(())
+    })
+}
+
+/// A log record, valid only during the callback.
+#[repr(C)]
+pub struct cuzk_log_record {
+    /// `sizeof(cuzk_log_record)`: fields are only appended.
+    pub struct_size: u32,
+    /// 1 ERROR, 2 WARN, 3 INFO, 4 DEBUG, 5 TRACE.
+    pub level: u32,
+    /// Microseconds since the Unix epoch when it was logged.
+    pub unix_us: u64,
+    /// NUL-terminated module path or target ("cuzk::engine", "bellperson::groth16::prover").
+    pub target: *const c_char,
+    /// NUL-terminated UTF-8 message.
+    pub message: *const c_char,
+}
+
+/// Log callback: `userdata` first. Called by one library thread (`cuzk-log`), one record at a
+/// time and in order; never by the thread that logged, never with an engine lock held. It may
+/// call any cuzk function, `cuzk_log_set_callback` included. Records beyond 100,000 waiting are
+/// dropped (counted in the metrics' `cuzk_log_records_dropped_total`). It must not throw (C++).
+pub type cuzk_log_cb = Option<unsafe extern "C" fn(userdata: *mut c_void, rec: *const cuzk_log_record)>;
+
+struct LogCallbackPtr {
+    cb: unsafe extern "C" fn(*mut c_void, *const cuzk_log_record),
+    userdata: *mut c_void,
+}
+// SAFETY: the header requires the callback and its userdata to be usable from another thread
+// (the library's log thread) until it is replaced.
+unsafe impl Send for LogCallbackPtr {}
+unsafe impl Sync for LogCallbackPtr {}
+
+/// Sends the library's log records (its own and those of the proving crates inside it) to `cb`
+/// instead of stderr; `cb` NULL goes back to stderr. `RUST_LOG` filters them as always; where it
+/// is not set, `max_level` (1 ERROR ... 5 TRACE; 0: WARN) is the most verbose level passed on.
+/// From outside the callback: the records logged before the call are delivered first (to the
+/// old callback, waiting at most five seconds for it), and once this returns the old callback is
+/// not running and is never called again, so its userdata may be freed. From inside the
+/// callback: returns at once, and the old callback is not called after its running call.
+/// `CUZK_STATUS_UNSUPPORTED` where the process already had a Rust logger when cuzk was first
+/// called (then records go to that logger). Thread-safe.
+#[no_mangle]
+pub extern "C" fn cuzk_log_set_callback(
+    cb: cuzk_log_cb,
+    userdata: *mut c_void,
+    max_level: u32,
+    err_out: *mut cuzk_error,
+) -> Status {
+    boundary(err_out, || {
+        if !crate::logging::installed() {
+            return Err(Error::unsupported(
+                "this process has a Rust logger of its own; cuzk's records go to it",
+            ));
+        }
+        let level = match max_level {
+            0 => None,
+            1 => Some(log::LevelFilter::Error),
+            2 => Some(log::LevelFilter::Warn),
+            3 => Some(log::LevelFilter::Info),
+            4 => Some(log::LevelFilter::Debug),
+            5 => Some(log::LevelFilter::Trace),
+            n => return Err(Error::invalid_argument(format!("unknown log level {n}"))),
+        };
+        let sink = cb.map(|cb| {
+            let ptr = LogCallbackPtr { cb, userdata };
+            Arc::new(move |r: &crate::logging::LogRecord| {
+                let target = CString::new(r.target.replace('\0', " ")).unwrap_or_default();
+                let message = CString::new(r.message.replace('\0', " ")).unwrap_or_default();
+                let c = cuzk_log_record {
+                    struct_size: std::mem::size_of::<cuzk_log_record>() as u32,
+                    level: r.level as u32,
+                    unix_us: r.unix_us,
+                    target: target.as_ptr(),
+                    message: message.as_ptr(),
+                };
+                let p = &ptr;
+                // SAFETY: the callback contract is documented in the header.
+                unsafe { (p.cb)(p.userdata, &c) };
+            }) as crate::logging::LogSink
+        });
+        crate::logging::set_sink(sink, level);
         Ok(())
     })
 }

@@ -38,6 +38,7 @@ use crate::{
     prover::ProvingAssignment,
 };
 
+pub use filecoin_proofs_api::RegisteredSealProof as SealProof;
 pub use input::{parse_c1, parse_prover_id_hex, prover_id_from_miner, ParsedC1};
 
 const KIB: u64 = 1 << 10;

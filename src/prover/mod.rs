@@ -44,6 +44,12 @@ pub trait ProverBackend: Send + Sync {
         false
     }
 
+    /// Whether this backend proves from the full parameters in host memory (which its
+    /// `prepare` loads and the budget holds while they are resident): the CPU prover does.
+    fn host_params(&self) -> bool {
+        !self.is_gpu()
+    }
+
     /// Makes the parameters ready for proving (loads them where this backend needs them).
     /// Called when a job's parameters are first used and by `Engine::preload`.
     fn prepare(&self, srs: &Srs) -> Result<()>;

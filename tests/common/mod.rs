@@ -191,6 +191,9 @@ impl cuzk::prover::ProverBackend for Stub {
     fn prepare(&self, _: &cuzk::params::Srs) -> cuzk::Result<()> {
         Ok(())
     }
+    fn host_params(&self) -> bool {
+        false
+    }
     fn prove(
         &self,
         asg: &mut Option<cuzk::prover::ProvingAssignment>,
