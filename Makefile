@@ -9,7 +9,7 @@ export FIL_PROOFS_PARAMETER_CACHE := $(PARAMS)
 CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -Iinclude
 CBUILD := tests/c/build
 
-.PHONY: all build build-cuda demo test fixtures header header-check test-rust test-c test-go test-cuda go-pc clean
+.PHONY: all build build-cuda demo test fixtures header header-check test-rust test-c test-go test-cuda go-pc go-pc-cuda clean
 
 all: build
 
@@ -59,11 +59,22 @@ test-c: build fixtures
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
 	  CUZK_TEST_PARAMS=$(PARAMS) $(CBUILD)/test_callbacks_asan
 
-## pkg-config file for linking libcuzk from outside this repository.
+## pkg-config files for linking libcuzk from outside this repository: target/release/cuzk.pc
+## (CPU build) and, where `make build-cuda` has run, target/cuda/cuzk.pc (GPU build: the CUDA
+## runtime is inside libcuzk.a; it needs libstdc++).
+LIBS_BASE := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+VERSION = $$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+define write_pc
+	printf 'prefix=%s\nlibdir=$${prefix}/$(1)\nincludedir=$${prefix}/include\n\nName: cuzk\nDescription: Pipelined PoRep C2 prover%s\nVersion: %s\nCflags: -I$${includedir}\nLibs: $${libdir}/libcuzk.a %s\n' \
+	  "$(abspath .)" "$(2)" "$(VERSION)" "$(3)" > $(1)/cuzk.pc
+	@echo "wrote $(1)/cuzk.pc (PKG_CONFIG_PATH=$(abspath $(1)))"
+endef
 go-pc: build
-	printf 'prefix=%s\nlibdir=$${prefix}/$(TARGET)\nincludedir=$${prefix}/include\n\nName: cuzk\nDescription: Pipelined PoRep C2 prover\nVersion: %s\nCflags: -I$${includedir}\nLibs: $${libdir}/libcuzk.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc\n' \
-	  "$(abspath .)" "$$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)" > $(TARGET)/cuzk.pc
-	@echo "wrote $(TARGET)/cuzk.pc (PKG_CONFIG_PATH=$(abspath $(TARGET)))"
+	$(call write_pc,$(TARGET),,$(LIBS_BASE))
+	if [ -f target/cuda/libcuzk.a ]; then $(MAKE) --no-print-directory go-pc-cuda; fi
+
+go-pc-cuda:
+	$(call write_pc,target/cuda, (CUDA),-lstdc++ $(LIBS_BASE))
 
 # Goroutines submitting at once in the Go concurrency test. Each 2KiB proof costs ~45 s of a
 # 2-core machine, so CI runs 4; `make test-go CUZK_GO_CONCURRENCY=50` runs the full 50.
@@ -86,6 +97,10 @@ test-cuda: build-cuda fixtures
 	$(CC) $(CFLAGS_TEST) -O1 -o $(CBUILD)/test_ffi_cuda tests/c/test_ffi.c -Ltarget/cuda -lcuzk -Wl,-rpath,$(abspath target/cuda)
 	CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
 	  CUZK_TEST_NO_GPU=1 $(CBUILD)/test_ffi_cuda errors
+	@# Go against the cuda library (-tags cuzk_cuda): it links, and proves on the CPU here.
+	cd go-bindings && $(GO) vet -tags cuzk_cuda ./... && CGO_ENABLED=1 $(GO) build -tags cuzk_cuda -o ../$(CBUILD)/cuzk-commit2-cuda ./cmd/cuzk-commit2
+	cd go-bindings && CUZK_TEST_C1=$(FIXTURE_C1) $(GO) test -tags cuzk_cuda -count=1 -timeout 20m -v -run 'TestCudaBuild' . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
+	$(MAKE) --no-print-directory go-pc-cuda
 
 ## Everything CI runs.
 test: header-check test-rust test-c test-go test-cuda

@@ -2,8 +2,10 @@ package cuzk
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../include
-#cgo !cuzk_shared LDFLAGS: ${SRCDIR}/../target/release/libcuzk.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
-#cgo cuzk_shared LDFLAGS: -L${SRCDIR}/../target/release -lcuzk -Wl,-rpath,${SRCDIR}/../target/release
+#cgo !cuzk_shared,!cuzk_cuda LDFLAGS: ${SRCDIR}/../target/release/libcuzk.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+#cgo cuzk_shared,!cuzk_cuda LDFLAGS: -L${SRCDIR}/../target/release -lcuzk -Wl,-rpath,${SRCDIR}/../target/release
+#cgo !cuzk_shared,cuzk_cuda LDFLAGS: ${SRCDIR}/../target/cuda/libcuzk.a -lstdc++ -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+#cgo cuzk_shared,cuzk_cuda LDFLAGS: -L${SRCDIR}/../target/cuda -lcuzk -Wl,-rpath,${SRCDIR}/../target/cuda
 #include <stdlib.h>
 #include "cuzk.h"
 

@@ -50,8 +50,24 @@
 // # Linking
 //
 // By default the package links the static library target/release/libcuzk.a of the
-// repository it sits in (build it first with `cargo build --release`), so the resulting Go
-// binary needs no shared library at run time, like filecoin-ffi's libfilcrypto.a. Build with
-// `-tags cuzk_shared` to link libcuzk.so instead (found through an rpath to the same
-// directory). Outside the repository, `make go-pc` writes cuzk.pc for pkg-config users.
+// repository it sits in (build it first with `make build`), so the resulting Go binary needs
+// no shared library at run time, like filecoin-ffi's libfilcrypto.a. That library proves on
+// the CPU only.
+//
+// To prove on NVIDIA GPUs, build the library with `make build-cuda` (it lands in
+// target/cuda/) and the Go program with `-tags cuzk_cuda`: it links target/cuda/libcuzk.a,
+// the CUDA runtime inside it (static) and libstdc++. The binary still starts and proves on the
+// CPU on a machine without an NVIDIA driver; [EngineStatus.Devices] and the timeline's device
+// names ("cuda:0", "cpu") say which ran. Add `-tags cuzk_shared` (with or without cuzk_cuda)
+// to link libcuzk.so instead, found through an rpath to the same directory. Outside the
+// repository, `make go-pc` writes target/release/cuzk.pc and target/cuda/cuzk.pc for
+// pkg-config users.
+//
+// # Schedulers and operators
+//
+// [Engine.Admission] and [Engine.CanAccept] answer whether one more job of a proof type
+// would start now within the memory budget, from the engine's own accounting; [Engine.Status]
+// is a snapshot (queues, partitions by stage, memory, devices, counters, resident
+// parameters), [Engine.Metrics] and [Engine.MetricsHandler] its Prometheus form.
+// [SetLogger] sends the library's log records to a log/slog logger instead of stderr.
 package cuzk

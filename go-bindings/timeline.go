@@ -65,11 +65,12 @@ var (
 	panicHandler atomic.Pointer[func(any)]
 )
 
-// SetPanicHandler sets what happens to a panic recovered from a timeline callback (default:
-// a line on stderr). The panic never reaches the host or the library.
+// SetPanicHandler sets what happens to a panic recovered from a timeline callback or a
+// [SetLogger] logger's handler (default: a line on stderr). The panic never reaches the host
+// or the library.
 func SetPanicHandler(f func(recovered any)) { panicHandler.Store(&f) }
 
-// TimelinePanics is the number of panics recovered from timeline callbacks.
+// TimelinePanics is the number of panics recovered from timeline callbacks and log handlers.
 func TimelinePanics() uint64 { return panicCount.Load() }
 
 type sink struct {
@@ -94,15 +95,20 @@ func deliver(key uintptr, ev Event) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			panicCount.Add(1)
-			if f := panicHandler.Load(); f != nil && *f != nil {
-				(*f)(r)
-			} else {
-				fmt.Fprintf(os.Stderr, "cuzk: panic in timeline callback recovered: %v\n", r)
-			}
+			reportPanic(r)
 		}
 	}()
 	s.fn(ev)
+}
+
+// reportPanic counts a panic recovered from a callback and hands it to the panic handler.
+func reportPanic(r any) {
+	panicCount.Add(1)
+	if f := panicHandler.Load(); f != nil && *f != nil {
+		(*f)(r)
+	} else {
+		fmt.Fprintf(os.Stderr, "cuzk: panic in a callback recovered: %v\n", r)
+	}
 }
 
 // OnTimeline registers f for the running engine's events and returns the func that

@@ -125,6 +125,11 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(0xca11);
     let mut rows = Vec::new();
     let mut first: Option<(Fr, Fr, Vec<u8>)> = None;
+    let progress = super::progress::Progress::bar(
+        "prover calls",
+        (spec.widths.len() * spec.reps) as u64,
+        "calls",
+    );
     for &width in &spec.widths {
         let mut walls = Vec::with_capacity(spec.reps);
         let mut cpu = Duration::ZERO;
@@ -148,6 +153,7 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
             })?;
             walls.push(t.elapsed().as_secs_f64() * 1e3);
             cpu += process_cpu_time().saturating_sub(cpu0);
+            progress.inc(1);
             for t in &times {
                 for (sum, x) in stages.iter_mut().zip(t.gpu_stages_ms) {
                     *sum += x / (width * spec.reps) as f64;
@@ -218,6 +224,7 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
         }
         _ => None,
     };
+    progress.finish("done");
     Ok(CallsReport {
         backend: backend.name().to_string(),
         devices: backend.devices(),

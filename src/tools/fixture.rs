@@ -20,6 +20,7 @@ use rand::{RngCore, SeedableRng};
 
 use bellperson::groth16;
 use blstrs::Bls12;
+use super::progress::{human, Progress};
 use cuzk::{
     error::{Error, Result, Status},
     params::{params_path, vk_path},
@@ -147,6 +148,8 @@ fn anyhow_err(what: &str) -> impl Fn(anyhow::Error) -> Error + '_ {
 /// Seals a sector of random data (PC1, PC2, C1) in `work_dir` and returns the C1 output JSON.
 /// Needs [`apply_fixture_tables`] first for fixture shapes.
 pub fn seal_c1(spec: &FixtureSpec, work_dir: &Path) -> Result<Vec<u8>> {
+    let progress = Progress::ticker(&format!("sealing the {} fixture", spec.name()), None);
+    progress.phase("step 1/4: add piece");
     let io = |e: std::io::Error| Error::internal(format!("fixture I/O: {e}"));
     let sector_size = u64::from(spec.proof.sector_size());
     std::fs::create_dir_all(work_dir).map_err(io)?;
@@ -181,6 +184,7 @@ pub fn seal_c1(spec: &FixtureSpec, work_dir: &Path) -> Result<Vec<u8>> {
     let pieces: Vec<PieceInfo> = vec![piece];
     let prover_id = spec.prover_id();
     let sector = SectorId::from(spec.sector_id);
+    progress.phase("step 2/4: pre-commit phase 1 (labelling)");
     let pc1 = seal::seal_pre_commit_phase1(
         spec.proof,
         &cache,
@@ -192,8 +196,10 @@ pub fn seal_c1(spec: &FixtureSpec, work_dir: &Path) -> Result<Vec<u8>> {
         &pieces,
     )
     .map_err(anyhow_err("seal_pre_commit_phase1"))?;
+    progress.phase("step 3/4: pre-commit phase 2 (trees)");
     let pc2 = seal::seal_pre_commit_phase2(pc1, &cache, &sealed)
         .map_err(anyhow_err("seal_pre_commit_phase2"))?;
+    progress.phase("step 4/4: commit phase 1 (vanilla proofs)");
     let c1 = seal::seal_commit_phase1(
         &cache,
         &sealed,
@@ -205,6 +211,7 @@ pub fn seal_c1(spec: &FixtureSpec, work_dir: &Path) -> Result<Vec<u8>> {
         &pieces,
     )
     .map_err(anyhow_err("seal_commit_phase1"))?;
+    progress.finish("sealed");
     serde_json::to_vec(&c1).map_err(|e| Error::internal(format!("serializing C1: {e}")))
 }
 
@@ -307,9 +314,22 @@ fn generate_tree<Tree: 'static + MerkleTreeTrait>(
     >>::cache_identifier(&pp);
     let circuit =
         <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
+    // Generation says nothing until it ends (15-40 minutes for the 2KiB circuit on two cores):
+    // show a ticking line, with an estimate from the circuit's size and this machine's speed.
+    let progress = Progress::ticker(
+        &format!("generating random parameters {}", &id[..id.len().min(48)]),
+        None,
+    );
+    progress.phase("counting the circuit's constraints");
+    let constraints = count_constraints(circuit.clone())?;
+    progress.phase("measuring this machine on a small circuit");
+    let estimate = estimate_generation(constraints)?;
+    progress.estimate(estimate);
+    progress.phase(&format!("generating ({constraints} constraints)"));
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(seed);
     let params = groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng)
         .map_err(|e| Error::params(format!("parameter generation failed: {e}")))?;
+    progress.phase("writing");
     // .params last: its presence means the set is complete.
     write_atomically(
         &dir.join(storage_proofs_core::parameter_cache::metadata_id(&id)),
@@ -320,7 +340,49 @@ fn generate_tree<Tree: 'static + MerkleTreeTrait>(
     )?;
     write_atomically(&vk_path(dir, &id), |w| params.vk.write(w))?;
     write_atomically(&params_path(dir, &id), |w| params.write(w))?;
+    progress.finish(&format!("generated (estimate was {})", human(estimate)));
     Ok(id)
+}
+
+/// Constraints of a circuit (synthesized without a witness, nothing stored).
+fn count_constraints<C: bellperson::Circuit<blstrs::Scalar>>(circuit: C) -> Result<usize> {
+    let mut cs = bellperson::util_cs::bench_cs::BenchCS::<blstrs::Scalar>::new();
+    circuit
+        .synthesize(&mut cs)
+        .map_err(|e| Error::params(format!("counting constraints: {e}")))?;
+    Ok(cs.num_constraints())
+}
+
+/// A chain of `n` multiplications, the calibration circuit of [`estimate_generation`].
+struct Chain(usize);
+
+impl bellperson::Circuit<blstrs::Scalar> for Chain {
+    fn synthesize<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> std::result::Result<(), bellperson::SynthesisError> {
+        use ff::Field;
+        let two = blstrs::Scalar::ONE.double();
+        let mut x = cs.alloc(|| "x", || Ok(two))?;
+        for i in 0..self.0 {
+            let y = cs.alloc(|| format!("y{i}"), || Ok(two))?;
+            cs.enforce(|| format!("c{i}"), |lc| lc + x, |lc| lc + CS::one(), |lc| lc + y);
+            x = y;
+        }
+        Ok(())
+    }
+}
+
+/// How long generating parameters for `constraints` constraints should take here: the time of
+/// a small circuit's generation on this machine, scaled by size (generation is linear in the
+/// constraints and variables, which grow together in these circuits).
+fn estimate_generation(constraints: usize) -> Result<std::time::Duration> {
+    const SMALL: usize = 1 << 15;
+    let t = Instant::now();
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(1);
+    groth16::generate_random_parameters::<Bls12, _, _>(Chain(SMALL), &mut rng)
+        .map_err(|e| Error::params(format!("calibration: {e}")))?;
+    Ok(t.elapsed().mul_f64(constraints as f64 / SMALL as f64))
 }
 
 /// Makes random (test) Groth16 parameters for a proof type or fixture shape in `dir`, in the

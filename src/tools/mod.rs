@@ -8,5 +8,6 @@
 pub mod analysis;
 pub mod calls;
 pub mod fixture;
+pub mod progress;
 pub mod selftest;
 pub mod synth;

@@ -112,6 +112,8 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
     let (circuits, size, id) = prepare(spec)?;
     let partitions = circuits.shape().partitions;
     let (reps, conc) = (spec.reps.max(1), spec.concurrency.max(1));
+    let progress = super::progress::Progress::ticker("synthesis benchmark", None);
+    progress.phase("recording the circuit");
 
     let cpu0 = process_cpu_time();
     let t = Instant::now();
@@ -131,6 +133,7 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
     let n = rec.constraints();
 
     // The pre-compiled path is checked against full synthesis once, on partition 0.
+    progress.phase("checking the pre-compiled path against full synthesis");
     let w = circuits.synthesize_witness(0, Some(rec.aux), None)?;
     let compact = w.compact();
     let aux_one = compact
@@ -167,6 +170,7 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
             .map(drop)
             .map_err(Error::internal)
     };
+    progress.phase("timing full, witness-only and pre-compiled synthesis");
     // The product alone, on witnesses made beforehand.
     let ws: Vec<pce::Witness> = (0..conc)
         .map(|i| circuits.synthesize_witness(i % partitions, Some(rec.aux), None))
@@ -205,6 +209,7 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
             },
         });
     }
+    progress.finish("done");
     Ok(SynthReport {
         circuit: id,
         constraints: n,

@@ -1,13 +1,17 @@
 // Command cuzk-commit2 proves a C1 output like `lotus-bench simple commit2`: it reads the C1
 // output (raw SealCommitPhase1Output JSON or lotus-bench's Commit2In envelope), proves it
-// with cuzk and writes the proof bytes.
+// with cuzk, prints each partition's times (synthesis, wait for a prover, proof, device) and
+// writes the proof bytes.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/filecoin-project/go-state-types/abi"
@@ -47,13 +51,68 @@ func main() {
 	if *out == "" {
 		*out = in + ".proof"
 	}
+	engine, err := cuzk.Start(cuzk.Config{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer engine.Close()
+	parts := map[uint32]*partition{}
+	var mu sync.Mutex
+	var job cuzk.JobID
+	unregister, err := engine.OnTimeline(func(e cuzk.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Job != job || e.Partition == cuzk.NoPartition {
+			return
+		}
+		p := parts[e.Partition]
+		if p == nil {
+			p = &partition{}
+			parts[e.Partition] = p
+		}
+		switch e.Kind {
+		case cuzk.SynthStart:
+			p.synthStart = e.Since
+		case cuzk.SynthEnd:
+			p.synthEnd = e.Since
+		case cuzk.GPUStart:
+			p.proveStart = e.Since
+		case cuzk.GPUEnd:
+			p.proveEnd, p.device = e.Since, e.Detail
+		}
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	t0 := time.Now()
-	proof, err := cuzk.SealCommitPhase2(c1, abi.SectorNumber(sn), abi.ActorID(*miner))
+	mu.Lock()
+	job, err = engine.Submit(context.Background(), cuzk.Request{Phase1Output: c1,
+		SectorNum: abi.SectorNumber(sn), ProverID: cuzk.ProverID(abi.ActorID(*miner))})
+	mu.Unlock()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	proof, err := engine.Await(context.Background(), job)
+	unregister() // every event of the job has been delivered
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	fmt.Printf("proved sector %d of miner %d in %v: %d bytes\n", sn, *miner, time.Since(t0).Round(time.Millisecond), len(proof))
+	keys := make([]uint32, 0, len(parts))
+	for k := range parts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	fmt.Println("partition  synthesis  wait    proof     device")
+	for _, k := range keys {
+		p := parts[k]
+		fmt.Printf("%9d  %9v  %-6v  %-8v  %s\n", k, ms(p.synthEnd-p.synthStart), ms(p.proveStart-p.synthEnd),
+			ms(p.proveEnd-p.proveStart), p.device)
+	}
 	if err := os.WriteFile(*out, proof, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -67,3 +126,11 @@ func main() {
 		fmt.Println("verify_seal: valid")
 	}
 }
+
+// partition holds one partition's timeline times (since the engine started).
+type partition struct {
+	synthStart, synthEnd, proveStart, proveEnd time.Duration
+	device                                     string
+}
+
+func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }

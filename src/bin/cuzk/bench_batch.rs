@@ -17,7 +17,7 @@ use cuzk::{
 
 use crate::{
     peak_rss, read,
-    tools::{analysis, fixture},
+    tools::{analysis, fixture, progress::Progress},
     write_file, ShapeArgs,
 };
 
@@ -164,17 +164,8 @@ struct ProofTimes {
     verified: bool,
 }
 
-fn progress(count: usize, what: &str) -> indicatif::ProgressBar {
-    let pb = indicatif::ProgressBar::new(count as u64);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg:>16} [{bar:40}] {pos}/{len} proofs, {elapsed_precise} (eta {eta})",
-        )
-        .expect("template")
-        .progress_chars("=> "),
-    );
-    pb.set_message(what.to_string());
-    pb
+fn progress(count: usize, what: &str) -> Progress {
+    Progress::bar(&format!("{what:>16}"), count as u64, "proofs")
 }
 
 /// Runs `count` tasks with at most `concurrency` at once; returns their results in order.
@@ -281,7 +272,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         r.map(|o| (i, t.elapsed().as_secs_f64() * 1e3, o))
     });
     let total_s = t0.elapsed().as_secs_f64();
-    pb.finish();
+    pb.finish("done");
     let status = engine.status();
     let engine_gpu_batch = engine.config().gpu_batch;
     engine.shutdown()?;
@@ -385,7 +376,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             r.map(|_| t.elapsed().as_secs_f64() * 1e3)
         });
         let base_s = t0.elapsed().as_secs_f64();
-        pb.finish();
+        pb.finish("done");
         let ok: Vec<f64> = res.into_iter().collect::<Result<_, _>>()?;
         let base_ppm = ok.len() as f64 / base_s * 60.0;
         println!(

@@ -1,0 +1,94 @@
+package cuzk
+
+/*
+#include "cuzk.h"
+extern cuzk_status cuzkGoLogSet(int on, uint32_t max_level, cuzk_error *err);
+*/
+import "C"
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LevelTrace is the slog level of the library's TRACE records (below slog.LevelDebug).
+const LevelTrace = slog.LevelDebug - 4
+
+// logger receives the library's records once SetLogger has set it.
+var logger atomic.Pointer[slog.Logger]
+
+// logMu orders SetLogger calls.
+var logMu sync.Mutex
+
+// SetLogger sends the library's log records (cuzk's and those of the proving code inside
+// it) to l instead of stderr; nil goes back to stderr. Each record arrives as one slog
+// record with the library's level (TRACE as [LevelTrace]), its time, its message and a
+// "target" attribute (the Rust module, e.g. "cuzk::engine"). RUST_LOG filters them as it
+// always did; where it is not set, the most verbose level l is enabled for (down to
+// TRACE) is what the library passes on. Records reach l from one library thread, in order,
+// never from the goroutine or worker that logged; l may call into cuzk. When SetLogger returns,
+// the records logged before it have gone to the old logger (the library waits up to five
+// seconds for them) and the old one is not called again. ErrUnsupported where the process
+// already had a Rust logger of its own.
+func SetLogger(l *slog.Logger) error {
+	logMu.Lock()
+	defer logMu.Unlock()
+	var cerr C.cuzk_error
+	if l == nil {
+		err := takeError(C.cuzkGoLogSet(0, 0, &cerr), &cerr)
+		logger.Store(nil)
+		return err
+	}
+	level := C.uint32_t(2) // WARN
+	ctx := context.Background()
+	switch {
+	case l.Enabled(ctx, LevelTrace):
+		level = 5
+	case l.Enabled(ctx, slog.LevelDebug):
+		level = 4
+	case l.Enabled(ctx, slog.LevelInfo):
+		level = 3
+	case l.Enabled(ctx, slog.LevelWarn):
+		level = 2
+	default:
+		level = 1
+	}
+	// The new logger is in place before the library calls the trampoline for it.
+	old := logger.Swap(l)
+	if err := takeError(C.cuzkGoLogSet(1, level, &cerr), &cerr); err != nil {
+		logger.Store(old)
+		return err
+	}
+	return nil
+}
+
+var slogLevels = [...]slog.Level{slog.LevelError, slog.LevelError, slog.LevelWarn, slog.LevelInfo,
+	slog.LevelDebug, LevelTrace}
+
+//export goCuzkLog
+func goCuzkLog(rec *C.cuzk_log_record) {
+	l := logger.Load()
+	if l == nil {
+		return
+	}
+	level := slog.LevelInfo
+	if n := int(rec.level); n >= 1 && n < len(slogLevels) {
+		level = slogLevels[n]
+	}
+	ctx := context.Background()
+	if !l.Enabled(ctx, level) {
+		return
+	}
+	r := slog.NewRecord(time.UnixMicro(int64(rec.unix_us)), level, C.GoString(rec.message), 0)
+	r.AddAttrs(slog.String("target", C.GoString(rec.target)))
+	defer func() {
+		// A panicking handler loses its record; it never reaches the library's thread.
+		if p := recover(); p != nil {
+			reportPanic(p)
+		}
+	}()
+	_ = l.Handler().Handle(ctx, r)
+}

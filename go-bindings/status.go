@@ -1,0 +1,213 @@
+package cuzk
+
+/*
+#include "cuzk.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/filecoin-project/go-state-types/abi"
+)
+
+// Device is one prover device in a [Status] (the CPU prover counts as one).
+type Device struct {
+	// Name is "cpu", "cuda:0", ...
+	Name string `json:"name"`
+	// Current is the (job, partition) being proved, if any.
+	Current *[2]uint64 `json:"current"`
+	// PartitionsProved counts the partitions this device has proved.
+	PartitionsProved uint64 `json:"partitions_proved"`
+	// Enabled is false while the device is out of service.
+	Enabled bool `json:"enabled"`
+	// OutOfService is why it is out ("operator", "faults"), while it is.
+	OutOfService string `json:"out_of_service"`
+	// ConsecutiveFailures counts prover calls failed in a row; FailedCalls all of them.
+	ConsecutiveFailures uint32 `json:"consecutive_failures"`
+	FailedCalls         uint64 `json:"failed_calls"`
+	// Readmissions counts the times it was put back after a passed probe.
+	Readmissions uint64 `json:"readmissions"`
+	// ProbeInMs is the milliseconds until the next probe, while out for faults.
+	ProbeInMs *uint64 `json:"probe_in_ms"`
+}
+
+// EngineStatus is one snapshot of the engine, taken at once: what the library's
+// cuzk_engine_status reports, with every device and resident parameter set.
+type EngineStatus struct {
+	Running bool `json:"running"`
+	// JobsInFlight: queued or running. JobsRetained: finished, result not collected yet.
+	JobsInFlight int `json:"jobs_in_flight"`
+	JobsRetained int `json:"jobs_retained"`
+	// Partitions by stage: waiting for synthesis, being synthesized, waiting for a prover,
+	// being proved, and waiting for (or being proved by) the CPU after a GPU failed on them.
+	SynthesisQueue int    `json:"synthesis_queue"`
+	Synthesizing   uint64 `json:"synthesizing"`
+	ProverQueue    int    `json:"prover_queue"`
+	Proving        uint64 `json:"proving"`
+	CPURetryQueue  int    `json:"cpu_retry_queue"`
+	// Memory budget, bytes reserved now, highest reservation seen.
+	MemoryBudget   uint64 `json:"memory_budget"`
+	MemoryReserved uint64 `json:"memory_reserved"`
+	MemoryPeak     uint64 `json:"memory_peak"`
+	// Counters since the engine started.
+	Completed  uint64 `json:"completed"`
+	Failed     uint64 `json:"failed"`
+	Cancelled  uint64 `json:"cancelled"`
+	CPURetries uint64 `json:"cpu_retries"`
+	// Events and log records dropped because callbacks fell behind.
+	TimelineEventsDropped uint64 `json:"timeline_events_dropped"`
+	LogRecordsDropped     uint64 `json:"log_records_dropped"`
+	ParamsChecks          uint64 `json:"params_checks"`
+	// ResidentParams lists the parameter ids held in host memory.
+	ResidentParams []string `json:"resident_params"`
+	// Recorded circuits (pre-compiled synthesis): in memory, their bytes, being made, and
+	// counters (loaded, recorded, files rejected, recordings distrusted, partitions synthesized
+	// in full after a wrong recording).
+	PCEResident      int      `json:"pce_resident"`
+	PCEResidentBytes uint64   `json:"pce_resident_bytes"`
+	PCEWorking       int      `json:"pce_working"`
+	PCELoaded        uint64   `json:"pce_loaded"`
+	PCERecorded      uint64   `json:"pce_recorded"`
+	PCERejectedFiles uint64   `json:"pce_rejected_files"`
+	PCEDistrusted    uint64   `json:"pce_distrusted"`
+	PCEFallbacks     uint64   `json:"pce_fallbacks"`
+	Devices          []Device `json:"devices"`
+}
+
+func (e *Engine) metrics(format uint32) ([]byte, error) {
+	var out C.cuzk_bytes
+	var cerr C.cuzk_error
+	if err := takeError(C.cuzk_engine_metrics(C.uint32_t(format), &out, &cerr), &cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// Status returns a snapshot of the running engine (ErrNotRunning after Close).
+func (e *Engine) Status() (*EngineStatus, error) {
+	b, err := e.metrics(1)
+	if err != nil {
+		return nil, err
+	}
+	var s EngineStatus
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, &Error{Status: StatusInternal, Message: fmt.Sprintf("status JSON: %v", err)}
+	}
+	return &s, nil
+}
+
+// Metrics returns the engine's state as Prometheus text exposition (format 0.0.4).
+func (e *Engine) Metrics() ([]byte, error) {
+	return e.metrics(0)
+}
+
+// MetricsHandler serves [Engine.Metrics] for a Prometheus scrape (mount it at /metrics, or
+// beside the host's own collectors). Without a running engine it answers 503.
+func (e *Engine) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		b, err := e.Metrics()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_, _ = w.Write(b)
+	})
+}
+
+// AdmitReason says why a job would not start now.
+type AdmitReason uint32
+
+const (
+	// AdmitOK: it would start.
+	AdmitOK AdmitReason = C.CUZK_ADMIT_OK
+	// AdmitMemory: not enough of the memory budget is free for one of its partitions.
+	AdmitMemory AdmitReason = C.CUZK_ADMIT_MEMORY
+	// AdmitMaxJobs: Config.MaxJobs jobs are queued or running.
+	AdmitMaxJobs AdmitReason = C.CUZK_ADMIT_MAX_JOBS
+)
+
+func (r AdmitReason) String() string {
+	switch r {
+	case AdmitOK:
+		return "ok"
+	case AdmitMemory:
+		return "memory"
+	case AdmitMaxJobs:
+		return "max_jobs"
+	}
+	return fmt.Sprintf("reason(%d)", uint32(r))
+}
+
+// Admission is the engine's answer to "could one more job of this type start now?".
+type Admission struct {
+	// Admit: one more job would start now; otherwise Reason says why it would wait.
+	Admit  bool
+	Reason AdmitReason
+	// PartitionsPerJob of the type; PartitionsFit: partitions of the type that could reserve
+	// their memory now, after the work ahead; JobsFit: jobs whose every partition could (at
+	// most JobSlots).
+	PartitionsPerJob uint32
+	PartitionsFit    uint64
+	JobsFit          uint64
+	// Bytes: one partition's reservation, parameters still to load for the type (0:
+	// resident), what the work queued ahead will reserve, and the budget not reserved now.
+	PartitionBytes uint64
+	ParamsBytes    uint64
+	QueuedBytes    uint64
+	FreeBytes      uint64
+	// JobSlots: jobs that may still be submitted before Config.MaxJobs.
+	JobSlots uint64
+}
+
+// AdmissionOptions refine [Engine.Admission].
+type AdmissionOptions struct {
+	// Priority of the job to be admitted (work of the same or higher priority goes first).
+	Priority int32
+	// FixturePartitions / FixtureLayers select a test fixture shape (test sector sizes only).
+	FixturePartitions uint32
+	FixtureLayers     uint32
+}
+
+// Admission asks the engine whether one more job of proofType would start now within its
+// memory budget, and how many could, from its own accounting at this moment (memory reserved,
+// partitions queued ahead, parameters still to load). It can change as soon as it is given: a
+// job submitted after a yes may still wait for memory, never fail for it. Errors: an unknown or
+// unsupported proof type (ErrInvalidArgument, ErrUnsupported), its parameters missing or
+// damaged (ErrParams: a job would fail), no engine (ErrNotRunning).
+func (e *Engine) Admission(proofType abi.RegisteredSealProof, opt AdmissionOptions) (Admission, error) {
+	var a C.cuzk_admission
+	var cerr C.cuzk_error
+	st := C.cuzk_engine_admission(C.int64_t(proofType), C.int32_t(opt.Priority),
+		C.uint32_t(opt.FixturePartitions), C.uint32_t(opt.FixtureLayers), &a, &cerr)
+	if err := takeError(st, &cerr); err != nil {
+		return Admission{}, err
+	}
+	return Admission{
+		Admit:            a.admit != 0,
+		Reason:           AdmitReason(a.reason),
+		PartitionsPerJob: uint32(a.partitions_per_job),
+		PartitionsFit:    uint64(a.partitions_fit),
+		JobsFit:          uint64(a.jobs_fit),
+		PartitionBytes:   uint64(a.partition_bytes),
+		ParamsBytes:      uint64(a.params_bytes),
+		QueuedBytes:      uint64(a.queued_bytes),
+		FreeBytes:        uint64(a.free_bytes),
+		JobSlots:         uint64(a.job_slots),
+	}, nil
+}
+
+// CanAccept is the admission call a scheduler's CanAccept needs: whether one more job of
+// proofType would start now, at priority 0, within the memory budget.
+func (e *Engine) CanAccept(proofType abi.RegisteredSealProof) (bool, error) {
+	a, err := e.Admission(proofType, AdmissionOptions{})
+	return a.Admit, err
+}
