@@ -317,7 +317,10 @@ fn generate_tree<Tree: 'static + MerkleTreeTrait>(
     // Generation says nothing until it ends (15-40 minutes for the 2KiB circuit on two cores):
     // show a ticking line, with an estimate from the circuit's size and this machine's speed.
     let progress = Progress::ticker(
-        &format!("generating random parameters {}", &id[..id.len().min(48)]),
+        &format!(
+            "generating random parameters ({} B sector, {} partition(s), {} layers)",
+            shape.sector_size, shape.partitions, shape.layers
+        ),
         None,
     );
     progress.phase("counting the circuit's constraints");

@@ -4,7 +4,8 @@
  * that calls what it must not (and gets CUZK_STATUS_IN_CALLBACK), unregistering while a job
  * runs and while the engine shuts down, each time freeing the userdata at once (built with
  * AddressSanitizer, a late callback is a use-after-free). Also a parameter directory that is
- * not UTF-8.
+ * not UTF-8, the log callback (records arrive off the logging thread; replaced from inside
+ * and from outside, its userdata freed at once) and the admission call.
  *
  * Environment as for test_ffi.c (CUZK_TEST_C1, CUZK_TEST_SECTOR, CUZK_TEST_MINER,
  * CUZK_TEST_PARAMS).
@@ -188,6 +189,88 @@ static void unregister_during_shutdown(void) {
   CHECK(st == CUZK_STATUS_OK && st2 == CUZK_STATUS_OK, "shutdowns: %d %d", st, st2);
   cuzk_engine_report rep;
   expect(cuzk_engine_status(&rep, &err), CUZK_STATUS_NOT_RUNNING, &err, "no engine after shutdown");
+  cuzk_admission a;
+  expect(cuzk_engine_admission(5, 0, 0, 0, &a, &err), CUZK_STATUS_NOT_RUNNING, &err, "no admission after shutdown");
+}
+
+/* --- the log callback ------------------------------------------------------------------- */
+
+struct logs {
+  atomic_int records;
+  atomic_int started; /* the engine's start line, at INFO from cuzk::engine */
+  atomic_int status_ok;
+  atomic_int bad;
+};
+
+static void on_log(void *ud, const cuzk_log_record *r) {
+  struct logs *l = ud;
+  atomic_fetch_add(&l->records, 1);
+  if (r->struct_size != sizeof *r || r->level < 1 || r->level > 5 || !r->target || !r->message)
+    atomic_fetch_add(&l->bad, 1);
+  if (strcmp(r->target, "cuzk::engine") == 0 && strstr(r->message, "cuzk engine started") == r->message &&
+      r->level == 3 && r->unix_us > 1600000000ull * 1000000ull) {
+    atomic_fetch_add(&l->started, 1);
+    /* A log callback may call into cuzk (the engine may not be published yet: NOT_RUNNING). */
+    cuzk_engine_report rep;
+    cuzk_error err = {0};
+    cuzk_status st = cuzk_engine_status(&rep, &err);
+    if (st == CUZK_STATUS_OK || st == CUZK_STATUS_NOT_RUNNING) atomic_fetch_add(&l->status_ok, 1);
+    cuzk_error_free(&err);
+  }
+}
+
+/* Removes itself from inside on its first record. */
+static void on_log_once(void *ud, const cuzk_log_record *r) {
+  (void)r;
+  atomic_int *calls = ud;
+  if (atomic_fetch_add(calls, 1) == 0) {
+    cuzk_error err = {0};
+    CHECK(cuzk_log_set_callback(NULL, NULL, 0, &err) == CUZK_STATUS_OK, "log callback removed from inside");
+    cuzk_error_free(&err);
+  }
+}
+
+static void log_callback(void) {
+  cuzk_error err = {0};
+  struct logs *l = calloc(1, sizeof *l);
+  expect(cuzk_log_set_callback(on_log, l, 3, &err), CUZK_STATUS_OK, &err, "log callback");
+  expect(cuzk_log_set_callback(on_log, l, 9, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "log level 9");
+  CHECK(cuzk_engine_shutdown() == CUZK_STATUS_OK, "shutdown");
+  start(); /* logs "cuzk engine started" at INFO */
+  /* Delivers what was logged before; then on_log is never called again. */
+  expect(cuzk_log_set_callback(NULL, NULL, 0, &err), CUZK_STATUS_OK, &err, "log callback off");
+  CHECK(atomic_load(&l->started) == 1 && atomic_load(&l->status_ok) == 1 && atomic_load(&l->bad) == 0,
+        "log records: %d in all, %d start lines, %d status calls, %d malformed", atomic_load(&l->records),
+        atomic_load(&l->started), atomic_load(&l->status_ok), atomic_load(&l->bad));
+  free(l);
+
+  atomic_int *calls = calloc(1, sizeof *calls);
+  expect(cuzk_log_set_callback(on_log_once, calls, 3, &err), CUZK_STATUS_OK, &err, "self-removing log callback");
+  CHECK(cuzk_engine_shutdown() == CUZK_STATUS_OK, "shutdown");
+  start();
+  CHECK(cuzk_engine_shutdown() == CUZK_STATUS_OK, "shutdown");
+  start();
+  /* Outside the callback: once this returns no call of it is running or will run. */
+  expect(cuzk_log_set_callback(NULL, NULL, 0, &err), CUZK_STATUS_OK, &err, "log callback off again");
+  CHECK(atomic_load(calls) == 1, "the self-removing callback ran %d times", atomic_load(calls));
+  free(calls);
+}
+
+/* --- admission --------------------------------------------------------------------------- */
+
+static void admission(void) {
+  cuzk_error err = {0};
+  cuzk_admission a;
+  memset(&a, 0, sizeof a);
+  /* 5: StackedDrg2KiBV1_1, the fixture's type. */
+  expect(cuzk_engine_admission(5, 0, 0, 0, &a, &err), CUZK_STATUS_OK, &err, "admission");
+  CHECK(a.struct_size == sizeof a && a.admit == 1 && a.reason == CUZK_ADMIT_OK && a.partitions_per_job == 1 &&
+            a.partitions_fit >= 1 && a.jobs_fit >= 1 && a.partition_bytes > 0 && a.free_bytes > 0,
+        "idle engine: admit %d reason %u fit %llu", a.admit, a.reason, (unsigned long long)a.partitions_fit);
+  expect(cuzk_engine_admission(99, 0, 0, 0, &a, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "unknown type");
+  expect(cuzk_engine_admission(15, 0, 0, 0, &a, &err), CUZK_STATUS_UNSUPPORTED, &err, "NI-PoRep");
+  expect(cuzk_engine_admission(6, 0, 0, 0, &a, &err), CUZK_STATUS_PARAMS, &err, "8MiB without parameters");
+  expect(cuzk_engine_admission(5, 0, 0, 0, NULL, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "NULL out");
 }
 
 int main(void) {
@@ -211,6 +294,8 @@ int main(void) {
 
   cfg.params_dir = getenv("CUZK_TEST_PARAMS");
   start();
+  admission();
+  log_callback();
   self_unregister();
   reentry();
   unregister_while_a_job_runs();
