@@ -9,7 +9,7 @@ export FIL_PROOFS_PARAMETER_CACHE := $(PARAMS)
 CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -Iinclude
 CBUILD := tests/c/build
 
-.PHONY: all build build-cuda demo test fixtures header header-check test-rust test-c test-go test-cuda go-pc go-pc-cuda clean
+.PHONY: all build build-cuda demo test fixtures header header-check test-rust test-c test-go test-cuda go-pc go-pc-cuda dev-go clean
 
 all: build
 
@@ -101,6 +101,13 @@ test-cuda: build-cuda fixtures
 	cd go-bindings && $(GO) vet -tags cuzk_cuda ./... && CGO_ENABLED=1 $(GO) build -tags cuzk_cuda -o ../$(CBUILD)/cuzk-commit2-cuda ./cmd/cuzk-commit2
 	cd go-bindings && CUZK_TEST_C1=$(FIXTURE_C1) $(GO) test -tags cuzk_cuda -count=1 -timeout 20m -v -run 'TestCudaBuild' . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
 	$(MAKE) --no-print-directory go-pc-cuda
+
+## The Go test binary for the GPU machines (device tool, scripts/device-plan.sh h200-go):
+## .dev/go/cuzk-go.test, linked with the cuda library, stripped.
+dev-go: build-cuda
+	mkdir -p .dev/go
+	cd go-bindings && CGO_ENABLED=1 $(GO) test -c -tags cuzk_cuda -o ../.dev/go/cuzk-go.test .
+	strip .dev/go/cuzk-go.test
 
 ## Everything CI runs.
 test: header-check test-rust test-c test-go test-cuda

@@ -5,7 +5,7 @@
 # timelines and waterfalls go to $OUT.
 #   scripts/device-bench.sh info | selftest [N] | sanitize [N] | setup FIXTURE | bench NAME FIXTURE COUNT [ARGS...]
 #                           | calls NAME FIXTURE DEVICES WIDTHS [ARGS...] | params-faults FIXTURE
-#                           | synth NAME FIXTURE CONCURRENCY REPS
+#                           | synth NAME FIXTURE CONCURRENCY REPS | go [TEST_REGEXP]
 # FIXTURE: 2k (real 2KiB), p10 (10 partitions x 1 challenge), scaled (p10 with 11 layers:
 # the 32GiB-shaped scaled circuit). ARGS go to `cuzk bench batch` (e.g. -j 16 --gpu-batch 4
 # --baseline-bin fp-supraseal=.dev/fp-supraseal --baseline-jobs 1 --baseline-count 10).
@@ -34,6 +34,15 @@ case ${1:-} in
     stamp info
     nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version,clocks.sm --format=csv
     nproc; lscpu | grep -E '^(Model name|Thread|Core|Socket)'; free -g | head -2 ;;
+  go)
+    # The Go package's tests, built with -tags cuzk_cuda (`make dev-go`: .dev/go/cuzk-go.test),
+    # on the real 2KiB fixture; CUZK_EXPECT_GPU=1 makes the cuda test fail unless every
+    # partition is proved on a "cuda:" device.
+    stamp "go ${2:-.}"
+    CUZK_EXPECT_GPU=1 CUZK_TEST_C1=$(c1 2k) CUZK_GO_CONCURRENCY=16 .dev/go/cuzk-go.test -test.v -test.count=1 \
+      -test.timeout 20m -test.run "${2:-.}" > "$OUT/go-test.log" 2>&1
+    rc=$?
+    grep -E "^(--- |ok|FAIL|PASS)|partitions proved on|devices" "$OUT/go-test.log"; exit $rc ;;
   selftest)
     stamp "selftest ${2:-65536}"
     $BIN selftest --constraints "${2:-65536}" ;;

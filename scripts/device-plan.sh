@@ -19,6 +19,8 @@
 #   scripts/device-plan.sh h200-own-staged # stage 3: calls (--compare-cpu) and streams, 10-partition
 #                                   # and real 2KiB, against the incumbent
 #   scripts/device-plan.sh h200-own-scaled # the scaled fixture with both GPU provers, and its stream
+#   scripts/device-plan.sh h200-go  # issue 14: the Go package's tests with the cuda library on
+#                                   # the GPU (carry .dev/cuzk and .dev/go: `make dev-go`)
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
@@ -143,7 +145,14 @@ case ${1:-} in
     CUZK_GPU_PROVER=supraseal $D calls calls-supra-scaled scaled 1 1,4
     CUZK_GPU_PROVER=cuzk $D bench scaled-own scaled 12 -j 4 $SUPRA --baseline-jobs 1 --baseline-count 2
     ;;
-  *) echo "usage: $0 h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
+  h200-go)
+    # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
+    # every Go test and example, the cuda test requiring "cuda:" devices in the timeline.
+    $D info
+    $D setup 2k
+    $D go
+    ;;
+  *) echo "usage: $0 h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"
