@@ -2,9 +2,11 @@
 // multiplications on one GPU, from parameters resident in that GPU's memory.
 //
 // Field and curve arithmetic, the NTT and the Pippenger MSM come from sppark's headers
-// (BLS12-381 Fp, Fp2, Fr; jacobian/xyzz points); the orchestration, the density compaction and
-// the h combination kernel are ours. The host's part of a partition is the upload of its
-// evaluations and assignment; the final combination with the verifying key and r, s (a few
+// (BLS12-381 Fp, Fp2, Fr; jacobian/xyzz points); the orchestration, the density compaction,
+// the h combination, the scalar classification, the sparse product and its check are ours. The
+// host's part of a partition is the upload of its evaluations and assignment
+// (cuzk_gpu_upload), or of its compact witness only where the circuit's recording is on the
+// GPU (cuzk_gpu_upload_witness); the final combination with the verifying key and r, s (a few
 // scalar multiplications) happens in Rust.
 //
 // Thread-safety: calls on different GPUs may run at once; calls on one GPU must not overlap
@@ -154,6 +156,90 @@ void cuzk_gather(uint4* out, const uint4* in, const uint32_t* idx, uint32_t n, u
     }
 }
 
+// --- The sparse product on the GPU (pre-compiled circuits) ---------------------------------
+//
+// A circuit's recording (three CSR matrices: u32 row starts, u32 columns with inputs marked by
+// the top bit, u16 coefficient codes into a dictionary whose codes 0 and 1 are one and minus
+// one) stays on the GPU beside the parameters. Per partition only the compact witness comes
+// over: the inputs, two class bits per aux value (0 zero, 1 one, 2 other) and the values of
+// the others. The GPU rebuilds the dense aux vector, computes a = A·w, b = B·w, c = C·w and
+// checks a·b = c on every row.
+
+#define CUZK_INPUT_BIT 0x80000000u
+
+__device__ __forceinline__ uint32_t cuzk_class(const uint64_t* classes, uint32_t j)
+{
+    return (uint32_t)(classes[j / 32] >> (2 * (j % 32))) & 3;
+}
+
+// aux[j] = 1 where the class says one, else 0 (the others are scattered in afterwards).
+__launch_bounds__(1024) __global__
+void cuzk_expand(fr_t* aux, const uint64_t* classes, size_t n, fr_t one, fr_t zero)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)blockDim.x * gridDim.x)
+        aux[i] = cuzk_class(classes, (uint32_t)i) == 1 ? one : zero;
+}
+
+__launch_bounds__(1024) __global__
+void cuzk_scatter(fr_t* aux, const uint32_t* idx, const fr_t* val, size_t n)
+{
+    for (size_t k = threadIdx.x + (size_t)blockIdx.x * blockDim.x; k < n;
+         k += (size_t)blockDim.x * gridDim.x)
+        aux[idx[k]] = val[k];
+}
+
+// out[r] = (row r of the matrix) · w, one thread per row; terms on variables that are zero
+// are skipped without reading their value.
+__launch_bounds__(256) __global__
+void cuzk_product(fr_t* out, const uint32_t* row_start, const uint32_t* cols,
+                  const uint16_t* coeffs, size_t rows, const fr_t* dict, const fr_t* inp,
+                  const fr_t* aux, const uint64_t* classes, fr_t one, fr_t zero)
+{
+    for (size_t r = threadIdx.x + (size_t)blockIdx.x * blockDim.x; r < rows;
+         r += (size_t)blockDim.x * gridDim.x) {
+        fr_t acc = zero;
+        for (uint32_t t = row_start[r], end = row_start[r + 1]; t < end; t++) {
+            uint32_t col = cols[t];
+            uint32_t k = coeffs[t];
+            fr_t v;
+            if (col & CUZK_INPUT_BIT) {
+                v = inp[col & ~CUZK_INPUT_BIT];
+            } else {
+                uint32_t c = cuzk_class(classes, col);
+                if (c == 0)
+                    continue;
+                v = c == 1 ? one : aux[col];
+            }
+            if (k == 0)
+                acc += v;
+            else if (k == 1)
+                acc -= v;
+            else
+                acc += v * dict[k];
+        }
+        out[r] = acc;
+    }
+}
+
+// The first row where a·b != c, into *bad (which holds the row count on entry).
+__launch_bounds__(256) __global__
+void cuzk_check(const fr_t* a, const fr_t* b, const fr_t* c, size_t rows,
+                unsigned long long* bad)
+{
+    for (size_t r = threadIdx.x + (size_t)blockIdx.x * blockDim.x; r < rows;
+         r += (size_t)blockDim.x * gridDim.x) {
+        fr_t ab = a[r] * b[r];
+        const uint32_t* x = reinterpret_cast<const uint32_t*>(&ab);
+        const uint32_t* y = reinterpret_cast<const uint32_t*>(&c[r]);
+        uint32_t d = 0;
+        for (int k = 0; k < (int)(sizeof(fr_t) / 4); k++)
+            d |= x[k] ^ y[k];
+        if (d)
+            atomicMin(bad, (unsigned long long)r);
+    }
+}
+
 typedef msm_t<bucket_t, point_t, affine_t, scalar_t> msm_g1;
 typedef msm_t<bucket2_t, point2_t, affine2_t, scalar_t> msm_g2;
 
@@ -184,9 +270,50 @@ struct cuzk_gpu_stage {
     uint64_t* bits;               // the three density bitmaps
     uint32_t* pref;               // and their per-word prefix counts
     size_t words_aux, words_inp;
+    uint64_t* classes;            // the compact witness: 2 class bits per aux value
+    uint32_t* oth_idx;            // and the others' indices and values (grown on demand)
+    fr_t* oth_val;
+    size_t oth_cap;
+    unsigned long long* bad;      // the product's first unsatisfied row
     bool loaded;
     double ms_upload;
+};
+
+// A circuit's recording on one GPU (see the sparse product above).
+struct cuzk_gpu_rec {
+    int gpu;
+    size_t rows, n_inp, n_aux, n_dict;
+    uint32_t* row_start[3];
+    uint32_t* cols[3];
+    uint16_t* coeffs[3];
+    fr_t* dict;
     size_t bytes;
+};
+
+// One matrix of a recording as the host holds it: rows + 1 row starts, `terms` columns and
+// coefficient codes.
+struct cuzk_gpu_matrix {
+    const uint32_t* row_start;
+    const uint32_t* cols;
+    const uint16_t* coeffs;
+    size_t terms;
+};
+
+// One partition's compact witness: the inputs, the aux values' classes (2 bits each, 32 per
+// word, least significant first: 0 zero, 1 one, 2 other), the others' indices and values, and
+// the A/B query densities (as for cuzk_gpu_input).
+struct cuzk_gpu_witness {
+    uint32_t lg_domain;
+    const fr_t* inp;
+    size_t n_inp;
+    const uint64_t* classes;
+    size_t n_aux;
+    const uint32_t* oth_idx;
+    const fr_t* oth_val;
+    size_t n_oth;
+    const uint64_t* a_aux_density;
+    const uint64_t* b_inp_density;
+    const uint64_t* b_aux_density;
 };
 
 // One partition, as the host holds it. Scalars are BLS12-381 Fr in Montgomery form (blst's
@@ -372,12 +499,57 @@ static void free_srs(cuzk_gpu_srs* s)
     delete s;
 }
 
+static void free_rec(cuzk_gpu_rec* r)
+{
+    for (int k = 0; k < 3; k++) {
+        cudaFree(r->row_start[k]); cudaFree(r->cols[k]); cudaFree(r->coeffs[k]);
+    }
+    cudaFree(r->dict);
+    delete r;
+}
+
 static void free_stage(cuzk_gpu_stage* g)
 {
     cudaFree(g->abc); cudaFree(g->aux); cudaFree(g->inp); cudaFree(g->as); cudaFree(g->bs);
-    cudaFree(g->bits); cudaFree(g->pref);
+    cudaFree(g->bits); cudaFree(g->pref); cudaFree(g->classes); cudaFree(g->oth_idx);
+    cudaFree(g->oth_val); cudaFree(g->bad);
     if (g->stream) cudaStreamDestroy(g->stream);
     delete g;
+}
+
+// The A and B scalars of the partition in `g` (aux and inputs already on the device): A is the
+// inputs, then the aux values in A's density; B the inputs in its input density, then the aux
+// values in its aux density. The bitmaps and their prefix counts are copied on the stream.
+static void compact_ab(const gpu_t& gpu, cuzk_gpu_stage* g, cudaStream_t st,
+                   const uint64_t* a_aux_density, const uint64_t* b_aux_density,
+                   const uint64_t* b_inp_density, const std::vector<uint32_t>& pa,
+                   const std::vector<uint32_t>& pba, const std::vector<uint32_t>& pbi,
+                   size_t b_inp)
+{
+    // Slots: A's aux bits, B's aux bits, B's input bits.
+    uint64_t* bits[3] = {g->bits, g->bits + g->words_aux, g->bits + 2 * g->words_aux};
+    uint32_t* pref[3] = {g->pref, g->pref + g->words_aux, g->pref + 2 * g->words_aux};
+    const uint64_t* hb[3] = {a_aux_density, b_aux_density, b_inp_density};
+    const std::vector<uint32_t>* hp[3] = {&pa, &pba, &pbi};
+    size_t words[3] = {g->words_aux, g->words_aux, g->words_inp};
+    for (int k = 0; k < 3; k++) {
+        if (!words[k]) continue;
+        CUDA_OK(cudaMemcpyAsync(bits[k], hb[k], words[k] * sizeof(uint64_t),
+                                cudaMemcpyHostToDevice, st));
+        CUDA_OK(cudaMemcpyAsync(pref[k], hp[k]->data(), words[k] * sizeof(uint32_t),
+                                cudaMemcpyHostToDevice, st));
+    }
+    int grid = gpu.sm_count() * 2;
+    CUDA_OK(cudaMemcpyAsync(g->as, g->inp, g->n_inp * sizeof(fr_t),
+                            cudaMemcpyDeviceToDevice, st));
+    if (g->n_aux) {
+        cuzk_compact<<<grid, 1024, 0, st>>>(g->as + g->n_inp, g->aux, g->n_aux, bits[0],
+                                            pref[0]);
+        cuzk_compact<<<grid, 1024, 0, st>>>(g->bs + b_inp, g->aux, g->n_aux, bits[1],
+                                            pref[1]);
+    }
+    if (g->n_inp)
+        cuzk_compact<<<grid, 1024, 0, st>>>(g->bs, g->inp, g->n_inp, bits[2], pref[2]);
 }
 
 #define CUZK_CATCH                                                  \
@@ -458,10 +630,7 @@ int cuzk_gpu_stage_new(const cuzk_gpu_srs* s, uint32_t lg_domain, size_t n_inp, 
         g->words_aux = (n_aux + 63) / 64;
         g->words_inp = (n_inp + 63) / 64;
         size_t domain = (size_t)1 << lg_domain;
-        auto alloc = [&](void** p, size_t bytes) {
-            CUDA_OK(cudaMalloc(p, bytes ? bytes : 16));
-            g->bytes += bytes;
-        };
+        auto alloc = [&](void** p, size_t bytes) { CUDA_OK(cudaMalloc(p, bytes ? bytes : 16)); };
         alloc((void**)&g->abc, 3 * domain * sizeof(fr_t));
         alloc((void**)&g->aux, n_aux * sizeof(fr_t));
         alloc((void**)&g->inp, n_inp * sizeof(fr_t));
@@ -470,6 +639,8 @@ int cuzk_gpu_stage_new(const cuzk_gpu_srs* s, uint32_t lg_domain, size_t n_inp, 
         size_t words = 2 * g->words_aux + g->words_inp;
         alloc((void**)&g->bits, words * sizeof(uint64_t));
         alloc((void**)&g->pref, words * sizeof(uint32_t));
+        alloc((void**)&g->classes, (n_aux + 31) / 32 * sizeof(uint64_t));
+        alloc((void**)&g->bad, sizeof(unsigned long long));
         *out = g;
         return 0;
     } CUZK_CATCH
@@ -525,35 +696,168 @@ int cuzk_gpu_upload(cuzk_gpu_stage* g, const cuzk_gpu_input* in, char* err, size
                                 cudaMemcpyHostToDevice, st));
         CUDA_OK(cudaMemcpyAsync(g->inp, in->inp, in->n_inp * sizeof(fr_t),
                                 cudaMemcpyHostToDevice, st));
-        // Slots: A's aux bits, B's aux bits, B's input bits.
-        uint64_t* bits[3] = {g->bits, g->bits + g->words_aux, g->bits + 2 * g->words_aux};
-        uint32_t* pref[3] = {g->pref, g->pref + g->words_aux, g->pref + 2 * g->words_aux};
-        const uint64_t* hb[3] = {in->a_aux_density, in->b_aux_density, in->b_inp_density};
-        const std::vector<uint32_t>* hp[3] = {&pa, &pba, &pbi};
-        size_t words[3] = {g->words_aux, g->words_aux, g->words_inp};
-        for (int k = 0; k < 3; k++) {
-            if (!words[k]) continue;
-            CUDA_OK(cudaMemcpyAsync(bits[k], hb[k], words[k] * sizeof(uint64_t),
-                                    cudaMemcpyHostToDevice, st));
-            CUDA_OK(cudaMemcpyAsync(pref[k], hp[k]->data(), words[k] * sizeof(uint32_t),
-                                    cudaMemcpyHostToDevice, st));
-        }
-        // A: the inputs, then the aux values in A's density. B: the inputs in its input
-        // density, then the aux values in its aux density.
-        int grid = gpu.sm_count() * 2;
-        CUDA_OK(cudaMemcpyAsync(g->as, g->inp, in->n_inp * sizeof(fr_t),
-                                cudaMemcpyDeviceToDevice, st));
-        if (in->n_aux) {
-            cuzk_compact<<<grid, 1024, 0, st>>>(g->as + in->n_inp, g->aux, in->n_aux, bits[0],
-                                                pref[0]);
-            cuzk_compact<<<grid, 1024, 0, st>>>(g->bs + b_inp, g->aux, in->n_aux, bits[1],
-                                                pref[1]);
-        }
-        if (in->n_inp)
-            cuzk_compact<<<grid, 1024, 0, st>>>(g->bs, g->inp, in->n_inp, bits[2], pref[2]);
+        compact_ab(gpu, g, st, in->a_aux_density, in->b_aux_density, in->b_inp_density, pa, pba,
+                   pbi, b_inp);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaStreamSynchronize(st));
         g->ms_upload = ms_since(t);
+        g->loaded = true;
+        return 0;
+    } CUZK_CATCH
+    cudaStreamSynchronize(g->stream);
+    return -1;
+}
+
+// Copies a circuit's recording to the GPU holding `s`, after checking its tables (row starts
+// ascending from 0 to the term count, columns and codes in range, at most a domain of rows).
+// On success *out owns the device memory until cuzk_gpu_rec_free.
+int cuzk_gpu_rec_new(const cuzk_gpu_srs* s, size_t rows, size_t n_inp, size_t n_aux,
+                     const cuzk_gpu_matrix* m, const fr_t* dict, size_t n_dict,
+                     cuzk_gpu_rec** out, char* err, size_t errlen)
+{
+    *out = nullptr;
+    cuzk_gpu_rec* r = nullptr;
+    try {
+        if (rows > s->nh + 1 || n_aux != s->nl || n_dict < 2 || n_dict > 65536 ||
+            n_inp >= CUZK_INPUT_BIT || n_aux >= CUZK_INPUT_BIT) {
+            put_err(err, errlen, "the recording's sizes do not match the parameters on the GPU");
+            return -1;
+        }
+        for (int k = 0; k < 3; k++) {
+            const cuzk_gpu_matrix& x = m[k];
+            bool ok = x.row_start[0] == 0 && x.row_start[rows] == x.terms;
+            for (size_t i = 0; ok && i < rows; i++)
+                ok = x.row_start[i] <= x.row_start[i + 1];
+            for (size_t t = 0; ok && t < x.terms; t++) {
+                uint32_t c = x.cols[t];
+                ok = ((c & CUZK_INPUT_BIT) ? (c & ~CUZK_INPUT_BIT) < n_inp : c < n_aux) &&
+                     x.coeffs[t] < n_dict;
+            }
+            if (!ok) {
+                put_err(err, errlen, "a matrix of the recording is malformed");
+                return -1;
+            }
+        }
+        select_gpu(s->gpu);
+        r = new cuzk_gpu_rec{};
+        r->gpu = s->gpu;
+        r->rows = rows; r->n_inp = n_inp; r->n_aux = n_aux; r->n_dict = n_dict;
+        auto up = [&](void** dst, const void* src, size_t bytes) {
+            CUDA_OK(cudaMalloc(dst, bytes ? bytes : 16));
+            if (bytes)
+                CUDA_OK(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+            r->bytes += bytes;
+        };
+        for (int k = 0; k < 3; k++) {
+            up((void**)&r->row_start[k], m[k].row_start, (rows + 1) * sizeof(uint32_t));
+            up((void**)&r->cols[k], m[k].cols, m[k].terms * sizeof(uint32_t));
+            up((void**)&r->coeffs[k], m[k].coeffs, m[k].terms * sizeof(uint16_t));
+        }
+        up((void**)&r->dict, dict, n_dict * sizeof(fr_t));
+        *out = r;
+        return 0;
+    } CUZK_CATCH
+    if (r) free_rec(r);
+    return -1;
+}
+
+size_t cuzk_gpu_rec_bytes(const cuzk_gpu_rec* r) { return r ? r->bytes : 0; }
+
+void cuzk_gpu_rec_free(cuzk_gpu_rec* r)
+{
+    if (!r) return;
+    int prev = 0;
+    cudaGetDevice(&prev);
+    try { select_gpu(r->gpu).sync(); } catch (...) {}
+    free_rec(r);
+    cudaSetDevice(prev);
+}
+
+// Copies one partition's compact witness into the stage (on its own stream), rebuilds the aux
+// vector, computes a, b, c by the sparse product with the recording `r`, checks a·b = c on
+// every row and compacts the A and B scalars. Writes the first unsatisfied row to *bad_row
+// (UINT64_MAX when every row holds; the stage is then ready for cuzk_gpu_prove). Returns when
+// done; may run while another stage's partition is being proved on the same GPU.
+int cuzk_gpu_upload_witness(cuzk_gpu_stage* g, const cuzk_gpu_rec* r, const cuzk_gpu_witness* w,
+                            uint64_t* bad_row, char* err, size_t errlen)
+{
+    g->loaded = false;
+    *bad_row = UINT64_MAX;
+    try {
+        size_t domain = (size_t)1 << g->lg_domain;
+        if (w->lg_domain != g->lg_domain || r->gpu != g->gpu || w->n_aux != g->n_aux ||
+            w->n_inp != g->n_inp || r->n_aux != g->n_aux || r->n_inp != g->n_inp ||
+            r->rows > domain || w->n_oth > w->n_aux) {
+            put_err(err, errlen, "the witness or the recording does not match the GPU stage");
+            return -1;
+        }
+        for (size_t k = 0; k < w->n_oth; k++)
+            if (w->oth_idx[k] >= w->n_aux) {
+                put_err(err, errlen, "a witness value's index is out of range");
+                return -1;
+            }
+        size_t a_aux = 0, b_inp = 0, b_aux = 0;
+        auto pa = word_prefix(w->a_aux_density, w->n_aux, &a_aux);
+        auto pbi = word_prefix(w->b_inp_density, w->n_inp, &b_inp);
+        auto pba = word_prefix(w->b_aux_density, w->n_aux, &b_aux);
+        if (w->n_inp + a_aux != g->na || b_inp + b_aux != g->nb) {
+            put_err(err, errlen, "the partition's query densities do not match the parameters");
+            return -1;
+        }
+        const gpu_t& gpu = select_gpu(g->gpu);
+        cudaStream_t st = g->stream;
+        auto t = clk::now();
+        if (w->n_oth > g->oth_cap) {
+            CUDA_OK(cudaStreamSynchronize(st));
+            cudaFree(g->oth_idx); cudaFree(g->oth_val);
+            g->oth_idx = nullptr; g->oth_val = nullptr; g->oth_cap = 0;
+            size_t cap = w->n_oth + w->n_oth / 4;
+            CUDA_OK(cudaMalloc((void**)&g->oth_idx, cap * sizeof(uint32_t)));
+            CUDA_OK(cudaMalloc((void**)&g->oth_val, cap * sizeof(fr_t)));
+            g->oth_cap = cap;
+        }
+        size_t words = (w->n_aux + 31) / 32;
+        CUDA_OK(cudaMemcpyAsync(g->inp, w->inp, w->n_inp * sizeof(fr_t), cudaMemcpyHostToDevice,
+                                st));
+        CUDA_OK(cudaMemcpyAsync(g->classes, w->classes, words * sizeof(uint64_t),
+                                cudaMemcpyHostToDevice, st));
+        if (w->n_oth) {
+            CUDA_OK(cudaMemcpyAsync(g->oth_idx, w->oth_idx, w->n_oth * sizeof(uint32_t),
+                                    cudaMemcpyHostToDevice, st));
+            CUDA_OK(cudaMemcpyAsync(g->oth_val, w->oth_val, w->n_oth * sizeof(fr_t),
+                                    cudaMemcpyHostToDevice, st));
+        }
+        fr_t one = fr_t::one();
+        fr_t zero = one - one;
+        int grid = gpu.sm_count() * 2;
+        if (w->n_aux)
+            cuzk_expand<<<grid, 1024, 0, st>>>(g->aux, g->classes, w->n_aux, one, zero);
+        if (w->n_oth)
+            cuzk_scatter<<<grid, 1024, 0, st>>>(g->aux, g->oth_idx, g->oth_val, w->n_oth);
+        for (int k = 0; k < 3; k++) {
+            fr_t* d = g->abc + k * domain;
+            if (r->rows)
+                cuzk_product<<<gpu.sm_count() * 8, 256, 0, st>>>(
+                    d, r->row_start[k], r->cols[k], r->coeffs[k], r->rows, r->dict, g->inp,
+                    g->aux, g->classes, one, zero);
+            if (r->rows < domain)
+                CUDA_OK(cudaMemsetAsync(d + r->rows, 0, (domain - r->rows) * sizeof(fr_t), st));
+        }
+        unsigned long long bad = r->rows;
+        CUDA_OK(cudaMemcpyAsync(g->bad, &bad, sizeof bad, cudaMemcpyHostToDevice, st));
+        if (r->rows)
+            cuzk_check<<<gpu.sm_count() * 8, 256, 0, st>>>(g->abc, g->abc + domain,
+                                                           g->abc + 2 * domain, r->rows, g->bad);
+        CUDA_OK(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, st));
+        compact_ab(gpu, g, st, w->a_aux_density, w->b_aux_density, w->b_inp_density, pa, pba,
+                   pbi, b_inp);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaStreamSynchronize(st));
+        g->ms_upload = ms_since(t);
+        if (bad < r->rows) {
+            *bad_row = bad;
+            return 0;
+        }
         g->loaded = true;
         return 0;
     } CUZK_CATCH

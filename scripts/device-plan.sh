@@ -21,6 +21,8 @@
 #   scripts/device-plan.sh h200-own-scaled # the scaled fixture with both GPU provers, and its stream
 #   scripts/device-plan.sh h200-go  # issue 14: the Go package's tests with the cuda library on
 #                                   # the GPU (carry .dev/cuzk and .dev/go: `make dev-go`)
+#   scripts/device-plan.sh h200-compact # issue 13: the sparse product on the GPU from the compact
+#                                   # witness: self-tests (same bytes as the CPU), sanitizer, calls
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
@@ -145,6 +147,17 @@ case ${1:-} in
     CUZK_GPU_PROVER=supraseal $D calls calls-supra-scaled scaled 1 1,4
     CUZK_GPU_PROVER=cuzk $D bench scaled-own scaled 12 -j 4 $SUPRA --baseline-jobs 1 --baseline-count 2
     ;;
+  h200-compact)
+    # issue 13, fourth stage: a, b, c computed on the GPU from the recording and the compact
+    # witness (selftest's "(product on the GPU)" rows; calls --compact), against the full upload.
+    $D info
+    for n in 600 5000 65536; do $D selftest $n; done
+    $D sanitize 600
+    $D setup p10
+    CUZK_GPU_PROVER=cuzk $D calls calls-compact-p10 p10 1 1,4 --compare-cpu --compact
+    $D setup 2k
+    CUZK_GPU_PROVER=cuzk $D calls calls-compact-2k 2k 1 1,4 --compare-cpu --compact
+    ;;
   h200-go)
     # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
     # every Go test and example, the cuda test requiring "cuda:" devices in the timeline.
@@ -152,7 +165,7 @@ case ${1:-} in
     $D setup 2k
     $D go
     ;;
-  *) echo "usage: $0 h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
+  *) echo "usage: $0 h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"

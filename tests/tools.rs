@@ -197,6 +197,7 @@ mod calls {
             reps,
             params_dir: PathBuf::from("."),
             compare_cpu: false,
+            compact: false,
         };
         for s in [spec(vec![], 1), spec(vec![1, 0], 1), spec(vec![1], 0)] {
             assert_eq!(run(&s).unwrap_err().status, Status::InvalidArgument);

@@ -162,6 +162,22 @@ impl Recording {
         self.a.terms() + self.b.terms() + self.c.terms()
     }
 
+    /// The recording as a prover reads it.
+    pub fn r1cs(&self) -> crate::prover::SparseR1cs<'_> {
+        crate::prover::SparseR1cs {
+            id: &self.id,
+            constraints: self.constraints(),
+            inputs: self.inputs,
+            aux: self.aux,
+            dict: &self.dict,
+            matrices: [&self.a, &self.b, &self.c]
+                .map(|x| (&x.row_start[..], &x.cols[..], &x.coeffs[..])),
+            a_aux_density: &self.a_aux_density,
+            b_input_density: &self.b_input_density,
+            b_aux_density: &self.b_aux_density,
+        }
+    }
+
     /// Checks the tables' internal consistency (after a load, before any product reads them).
     pub fn check(&self) -> Result<(), String> {
         let rows = self.constraints();

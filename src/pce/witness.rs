@@ -40,6 +40,15 @@ impl Witness {
                 .all(|(j, v)| self.class(j) == classify(v))
     }
 
+    /// The witness as a prover reads it.
+    pub fn classed(&self) -> crate::prover::ClassedWitness<'_> {
+        crate::prover::ClassedWitness {
+            inputs: &self.inputs,
+            aux: &self.aux,
+            classes: &self.classes,
+        }
+    }
+
     /// The compact form a GPU can take as it is.
     pub fn compact(&self) -> CompactWitness {
         let mut ones = vec![0u64; self.aux.len().div_ceil(64)];

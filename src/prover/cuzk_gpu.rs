@@ -27,14 +27,17 @@ use parking_lot::Mutex;
 
 use super::{
     cpu::{assemble_proof, check_size},
-    prove_one_as_batch, ProverBackend, ProvingAssignment, StageTimes,
+    prove_one_as_batch, ClassedWitness, ProverBackend, ProvingAssignment, SparseR1cs, StageTimes,
 };
 use crate::{
     error::{Error, Result, Status},
     params::{FileStamp, Srs},
     sys::{
         cuda,
-        gpu_prover::{DeviceSrs, MsmResults, PartitionInput, Stage},
+        gpu_prover::{
+            CompactInput, DeviceRecording, DeviceSrs, MsmResults, PartitionInput, SparseMatrix,
+            Stage,
+        },
     },
 };
 
@@ -57,6 +60,8 @@ struct Gpu {
     srs: Mutex<HashMap<PathBuf, Held>>,
     /// Idle partition buffers on this GPU, by the parameter instance they were made for.
     stages: Mutex<Vec<(u64, Stage)>>,
+    /// Recorded circuits on this GPU, by (circuit, constraints, terms).
+    recordings: Mutex<HashMap<(String, usize, usize), Arc<DeviceRecording>>>,
 }
 
 /// Partition buffers kept per GPU: one being proved while the next is uploaded.
@@ -83,6 +88,7 @@ impl CuzkGpuProver {
                 busy: Mutex::new(()),
                 srs: Mutex::new(HashMap::new()),
                 stages: Mutex::new(Vec::new()),
+                recordings: Mutex::new(HashMap::new()),
             })
             .collect();
         let name: &'static str = Box::leak(
@@ -204,22 +210,7 @@ impl CuzkGpuProver {
         check_size(asg, &srs.size)?;
         let lg = srs.size.domain().trailing_zeros();
         let (n_inp, n_aux) = (asg.input_assignment.len(), asg.aux_assignment.len());
-        let free = {
-            let mut stages = gpu.stages.lock();
-            stages
-                .iter()
-                .position(|(gen, st)| *gen == srs.generation && st.fits(lg, n_inp, n_aux))
-                .map(|i| stages.swap_remove(i).1)
-        };
-        let mut stage = match free {
-            Some(st) => st,
-            None => loaded.dev.stage(lg, n_inp, n_aux).map_err(|e| {
-                Error::new(
-                    Status::ResourceExhausted,
-                    format!("{}: no device memory for a partition: {e}", gpu.name),
-                )
-            })?,
-        };
+        let mut stage = self.take_stage(g, &loaded, srs, n_inp, n_aux)?;
         let input = PartitionInput {
             a: &asg.a,
             b: &asg.b,
@@ -234,6 +225,66 @@ impl CuzkGpuProver {
         crate::error::catch("cuzk GPU upload", Status::Proving, || Ok(stage.upload(&input)))?
             .map_err(|e| Error::proving(format!("{}: upload failed: {e}", gpu.name)))?;
         Ok((loaded, stage))
+    }
+
+    /// A stage of GPU `g` for partitions of `srs` with these sizes (a free one, or a new one).
+    fn take_stage(&self, g: usize, loaded: &Loaded, srs: &Srs, n_inp: usize, n_aux: usize) -> Result<Stage> {
+        let gpu = &self.gpus[g];
+        let lg = srs.size.domain().trailing_zeros();
+        let free = {
+            let mut stages = gpu.stages.lock();
+            stages
+                .iter()
+                .position(|(gen, st)| *gen == srs.generation && st.fits(lg, n_inp, n_aux))
+                .map(|i| stages.swap_remove(i).1)
+        };
+        match free {
+            Some(st) => Ok(st),
+            None => loaded.dev.stage(lg, n_inp, n_aux).map_err(|e| {
+                Error::new(
+                    Status::ResourceExhausted,
+                    format!("{}: no device memory for a partition: {e}", gpu.name),
+                )
+            }),
+        }
+    }
+
+    /// The recording `r1cs` on GPU `g`, copied there on first use.
+    fn recording(&self, g: usize, loaded: &Loaded, r1cs: &SparseR1cs) -> Result<Arc<DeviceRecording>> {
+        let gpu = &self.gpus[g];
+        let terms = r1cs.matrices.iter().map(|m| m.1.len()).sum();
+        let key = (r1cs.id.to_string(), r1cs.constraints, terms);
+        if let Some(r) = gpu.recordings.lock().get(&key) {
+            return Ok(r.clone());
+        }
+        let t = Instant::now();
+        let m = r1cs.matrices.map(|(row_start, cols, coeffs)| SparseMatrix {
+            row_start,
+            cols,
+            coeffs,
+        });
+        let rec = {
+            let _busy = gpu.busy.lock();
+            loaded
+                .dev
+                .recording(r1cs.constraints, r1cs.inputs, r1cs.aux, m, r1cs.dict)
+                .map_err(|e| {
+                    Error::new(
+                        Status::ResourceExhausted,
+                        format!("{}: cannot hold the recording of {}: {e}", gpu.name, r1cs.id),
+                    )
+                })?
+        };
+        log::info!(
+            "{}: recording of {} resident on the GPU ({} MiB, {:.0} ms)",
+            gpu.name,
+            r1cs.id,
+            rec.bytes() >> 20,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let rec = Arc::new(rec);
+        gpu.recordings.lock().insert(key, rec.clone());
+        Ok(rec)
     }
 
     /// Gives a stage back to its GPU's pool (or frees it, past the pool's size).
@@ -296,6 +347,68 @@ impl CuzkGpuProver {
         proof
     }
 
+    /// Proves one partition on GPU `g` from its compact witness: a, b and c are computed there
+    /// from the circuit's recording (resident beside the parameters) and checked row by row.
+    #[allow(clippy::too_many_arguments)]
+    fn prove_compact(
+        &self,
+        g: usize,
+        r1cs: &SparseR1cs,
+        w: &ClassedWitness,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> Result<Proof<Bls12>> {
+        let gpu = &self.gpus[g];
+        let loaded = self.loaded(g, srs)?;
+        let size = &srs.size;
+        if (w.inputs.len(), w.aux.len()) != (size.inputs, size.aux)
+            || (r1cs.inputs, r1cs.aux) != (size.inputs, size.aux)
+            || r1cs.constraints > size.domain()
+        {
+            return Err(Error::invalid_input(format!(
+                "the witness ({} inputs, {} aux) or the recording ({} constraints) does not \
+                 fit the parameters ({} inputs, {} aux, domain {})",
+                w.inputs.len(),
+                w.aux.len(),
+                r1cs.constraints,
+                size.inputs,
+                size.aux,
+                size.domain()
+            )));
+        }
+        let rec = self.recording(g, &loaded, r1cs)?;
+        let (idx, val) = others(w);
+        let mut stage = self.take_stage(g, &loaded, srs, w.inputs.len(), w.aux.len())?;
+        let input = CompactInput {
+            lg_domain: size.domain().trailing_zeros(),
+            inputs: w.inputs,
+            classes: w.classes,
+            n_aux: w.aux.len(),
+            other_index: &idx,
+            other_value: &val,
+            a_aux_density: r1cs.a_aux_density.bv.as_raw_slice(),
+            b_input_density: r1cs.b_input_density.bv.as_raw_slice(),
+            b_aux_density: r1cs.b_aux_density.bv.as_raw_slice(),
+        };
+        let up = crate::error::catch("cuzk GPU upload", Status::Proving, || {
+            Ok(stage.upload_witness(&rec, &input))
+        })?
+        .map_err(|e| Error::proving(format!("{}: witness upload failed: {e}", gpu.name)))?;
+        if let Some(row) = up {
+            self.put_back(g, loaded.generation, stage);
+            return Err(Error::proving(format!(
+                "{}: constraint {row} of {} is not satisfied by the GPU's product: the recording \
+                 does not fit this witness",
+                gpu.name, r1cs.constraints
+            )));
+        }
+        let res = self.compute(g, &loaded, &mut stage, srs, r, s, times);
+        self.put_back(g, loaded.generation, stage);
+        res
+    }
+
     /// Proves `items` (indices into `asgs`) on GPU `g` in turn, each partition's upload
     /// overlapping the previous one's kernels.
     #[allow(clippy::too_many_arguments)]
@@ -334,6 +447,24 @@ impl CuzkGpuProver {
             out
         })
     }
+}
+
+/// The indices and values of a witness's aux values that are neither zero nor one, by their
+/// class bits (class 2 sets the high bit of its pair only).
+fn others(w: &ClassedWitness) -> (Vec<u32>, Vec<Fr>) {
+    let (mut idx, mut val) = (Vec::new(), Vec::new());
+    for (k, &word) in w.classes.iter().enumerate() {
+        let mut bits = word & 0xAAAA_AAAA_AAAA_AAAA & !(word << 1);
+        while bits != 0 {
+            let j = k * 32 + bits.trailing_zeros() as usize / 2;
+            if j < w.aux.len() {
+                idx.push(j as u32);
+                val.push(w.aux[j]);
+            }
+            bits &= bits - 1;
+        }
+    }
+    (idx, val)
 }
 
 impl ProverBackend for CuzkGpuProver {
@@ -390,8 +521,22 @@ impl ProverBackend for CuzkGpuProver {
         for g in &self.gpus {
             let _busy = g.busy.lock();
             g.stages.lock().clear();
+            g.recordings.lock().clear();
             g.srs.lock().clear();
         }
+    }
+
+    fn prove_witness(
+        &self,
+        r1cs: &SparseR1cs,
+        w: &ClassedWitness,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> Option<Result<Proof<Bls12>>> {
+        let g = *self.usable().first()?;
+        Some(self.prove_compact(g, r1cs, w, srs, r, s, times))
     }
 
     fn prove(
@@ -465,6 +610,39 @@ impl ProverBackend for CuzkGpuProver {
 #[cfg(test)]
 mod tests {
     use super::{cuda::CudaDevice, CuzkGpuProver, ProverBackend};
+
+    /// The compact upload's "others" are exactly the witness's values that are neither 0 nor 1,
+    /// in order (the pre-compiled path's own compact form is the reference).
+    #[test]
+    fn the_others_sent_to_the_gpu_are_the_values_neither_zero_nor_one() {
+        let w = crate::pce::WitnessTarget::synthesize(Values, None, None).unwrap();
+        let (idx, val) = super::others(&w.classed());
+        let want = w.compact().others;
+        assert_eq!(idx.len(), want.len());
+        assert!(idx.iter().zip(&val).zip(&want).all(|((i, v), (j, x))| i == j && v == x));
+        assert!(!want.is_empty() && want.len() < w.aux.len());
+    }
+
+    /// 1000 aux values: zeros, ones and others in a fixed pattern.
+    struct Values;
+
+    impl bellperson::Circuit<blstrs::Scalar> for Values {
+        fn synthesize<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), bellperson::SynthesisError> {
+            use ff::Field;
+            for i in 0..1000u64 {
+                let v = match i % 7 {
+                    0 | 3 => blstrs::Scalar::ZERO,
+                    1 | 4 | 5 => blstrs::Scalar::ONE,
+                    _ => blstrs::Scalar::from(i + 2),
+                };
+                cs.alloc(|| "v", || Ok(v))?;
+            }
+            Ok(())
+        }
+    }
 
     fn dev(ordinal: usize) -> CudaDevice {
         CudaDevice {

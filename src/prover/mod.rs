@@ -11,7 +11,7 @@ pub mod reference;
 
 pub use assignment::ProvingAssignment;
 
-use bellperson::groth16::Proof;
+use bellperson::{groth16::Proof, multiexp::DensityTracker};
 use blstrs::{Bls12, Scalar as Fr};
 
 use crate::{error::Result, params::Srs};
@@ -32,6 +32,30 @@ pub struct StageTimes {
     /// the L, A, B(G1), B(G2) MSMs (sum of the bases whose scalar is one, plus a Pippenger over
     /// the rest). Zero for other backends.
     pub gpu_stages_ms: [f64; 8],
+}
+
+/// A circuit's R1CS in the pre-compiled (sparse) form of `crate::pce`, as a prover reads it.
+pub struct SparseR1cs<'a> {
+    /// The recording's circuit (its parameter id).
+    pub id: &'a str,
+    pub constraints: usize,
+    pub inputs: usize,
+    pub aux: usize,
+    /// Coefficients by code (code 0 is one, code 1 minus one).
+    pub dict: &'a [Fr],
+    /// A, B, C: row starts, columns (inputs marked by `pce::INPUT_BIT`), coefficient codes.
+    pub matrices: [(&'a [u32], &'a [u32], &'a [u16]); 3],
+    pub a_aux_density: &'a DensityTracker,
+    pub b_input_density: &'a DensityTracker,
+    pub b_aux_density: &'a DensityTracker,
+}
+
+/// A partition's witness with two class bits per aux value (0 zero, 1 one, 2 other; 32 per
+/// word, least significant first).
+pub struct ClassedWitness<'a> {
+    pub inputs: &'a [Fr],
+    pub aux: &'a [Fr],
+    pub classes: &'a [u64],
 }
 
 /// Something that turns one synthesized partition into a Groth16 proof.
@@ -101,6 +125,21 @@ pub trait ProverBackend: Send + Sync {
             .zip(times.iter_mut())
             .map(|((a, (r, s)), t)| (0, self.prove(a, srs, *r, *s, t)))
             .collect()
+    }
+
+    /// Proves a partition from its witness and the circuit's sparse R1CS, computing a, b and c
+    /// itself (cuzk's GPU prover does it on the GPU, from the compact witness). None where the
+    /// backend cannot: the caller then computes the assignment on the host.
+    fn prove_witness(
+        &self,
+        _r1cs: &SparseR1cs,
+        _w: &ClassedWitness,
+        _srs: &Srs,
+        _r: Fr,
+        _s: Fr,
+        _times: &mut StageTimes,
+    ) -> Option<Result<Proof<Bls12>>> {
+        None
     }
 
     /// Proves one assignment with the randomness `r`, `s`. A backend that consumes the

@@ -43,6 +43,9 @@ pub struct CallsSpec {
     /// Also prove the first partition on the CPU with the r and s of its first GPU proof and
     /// require the same bytes.
     pub compare_cpu: bool,
+    /// Also prove the first partition from its compact witness, a, b and c computed by the
+    /// backend from the circuit's recording (cuzk's GPU prover: on the GPU), `reps` times.
+    pub compact: bool,
 }
 
 /// One width's measurements.
@@ -62,6 +65,8 @@ pub struct CallRow {
     /// Mean per-partition stage times the backend reported (cuzk's GPU prover: upload, NTTs,
     /// H, split, L, A, B(G1), B(G2)), in ms.
     pub stages_ms: [f64; 8],
+    /// Proved from the compact witness (the product on the device).
+    pub compact: bool,
 }
 
 /// What `run` measured.
@@ -127,7 +132,7 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
     let mut first: Option<(Fr, Fr, Vec<u8>)> = None;
     let progress = super::progress::Progress::bar(
         "prover calls",
-        (spec.widths.len() * spec.reps) as u64,
+        ((spec.widths.len() + spec.compact as usize) * spec.reps) as u64,
         "calls",
     );
     for &width in &spec.widths {
@@ -193,10 +198,66 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
             ms_per_partition: mean / width as f64,
             cpu_ms_per_partition: cpu.as_secs_f64() * 1e3 / (width * walls.len()) as f64,
             stages_ms: stages,
+            compact: false,
         });
     }
-    let identical_to_cpu = match (spec.compare_cpu, first) {
-        (true, Some((r, s, gpu))) => {
+    let mut compact_first: Option<(Fr, Fr, Vec<u8>)> = None;
+    if spec.compact {
+        let rec = circuits.record(None)?;
+        let w = circuits.synthesize_witness(ks[0], Some(rec.aux), None)?;
+        let (mut walls, mut cpu, mut stages) = (Vec::new(), Duration::ZERO, [0f64; 8]);
+        for _ in 0..spec.reps {
+            let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+            let mut times = StageTimes::default();
+            let cpu0 = process_cpu_time();
+            let t = Instant::now();
+            let proof = backend
+                .prove_witness(&rec.r1cs(), &w.classed(), &srs, r, s, &mut times)
+                .ok_or_else(|| {
+                    Error::unsupported(format!(
+                        "{} does not prove from a compact witness",
+                        backend.name()
+                    ))
+                })??;
+            walls.push(t.elapsed().as_secs_f64() * 1e3);
+            cpu += process_cpu_time().saturating_sub(cpu0);
+            progress.inc(1);
+            for (sum, x) in stages.iter_mut().zip(times.gpu_stages_ms) {
+                *sum += x / spec.reps as f64;
+            }
+            if !verify_proof(&srs.pvk, &proof, &inputs[ks[0]]).unwrap_or(false) {
+                return Err(Error::new(
+                    Status::VerifyFailed,
+                    format!("partition {} proved from its compact witness does not verify", ks[0]),
+                ));
+            }
+            if compact_first.is_none() {
+                let mut bytes = Vec::new();
+                proof
+                    .write(&mut bytes)
+                    .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
+                compact_first = Some((r, s, bytes));
+            }
+        }
+        let mean = walls.iter().sum::<f64>() / walls.len() as f64;
+        rows.push(CallRow {
+            width: 1,
+            devices_used: 1,
+            calls: walls.len(),
+            call_ms_min: walls.iter().cloned().fold(f64::INFINITY, f64::min),
+            call_ms_mean: mean,
+            ms_per_partition: mean,
+            cpu_ms_per_partition: cpu.as_secs_f64() * 1e3 / walls.len() as f64,
+            stages_ms: stages,
+            compact: true,
+        });
+    }
+    // The CPU's proof with the r and s of the first GPU proof (and of the first proof from the
+    // compact witness): the same bytes are required.
+    let mut identical_to_cpu = None;
+    if spec.compare_cpu {
+        for (what, got) in [("", first), (" from its compact witness", compact_first)] {
+            let Some((r, s, gpu)) = got else { continue };
             let asg = circuits.synthesize(ks[0], Some(srs.size), None)?;
             let params = srs.params()?;
             let proof = cuzk::prover::cpu::CpuProver.prove_with_params(
@@ -214,16 +275,15 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
                 return Err(Error::new(
                     Status::VerifyFailed,
                     format!(
-                        "partition {} on {}: the proof differs from the CPU's for the same r and s",
+                        "partition {}{what} on {}: the proof differs from the CPU's for the same r and s",
                         ks[0],
                         backend.name()
                     ),
                 ));
             }
-            Some(true)
+            identical_to_cpu = Some(true);
         }
-        _ => None,
-    };
+    }
     progress.finish("done");
     Ok(CallsReport {
         backend: backend.name().to_string(),

@@ -187,6 +187,41 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
             verified,
             identical,
         });
+        // A backend that computes a, b, c itself (cuzk's GPU prover, by the sparse product on
+        // the GPU) proves again from the recorded circuit and the compact witness.
+        if b.is_gpu() {
+            let rec = cuzk::pce::RecordingCS::record(Synthetic { seed: None, rounds }, &id, None)
+                .map_err(|e| Error::internal(format!("recording the self-test circuit: {e}")))?;
+            let w = cuzk::pce::WitnessTarget::synthesize(
+                Synthetic {
+                    seed: Some(seed),
+                    rounds,
+                },
+                Some(rec.aux),
+                None,
+            )
+            .map_err(|e| Error::internal(format!("the self-test witness: {e}")))?;
+            let mut stages = StageTimes::default();
+            let t = Instant::now();
+            let Some(proof) = b.prove_witness(&rec.r1cs(), &w.classed(), &srs, r, s, &mut stages)
+            else {
+                continue;
+            };
+            let prove_ms = t.elapsed().as_secs_f64() * 1e3;
+            let proof = proof?;
+            let verified = verify_proof(&srs.pvk, &proof, &[out]).unwrap_or(false);
+            let mut bytes = Vec::new();
+            proof
+                .write(&mut bytes)
+                .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
+            results.push(BackendResult {
+                backend: format!("{label} (product on the GPU)"),
+                prove_ms,
+                stages,
+                verified,
+                identical: reference.as_ref() == Some(&bytes),
+            });
+        }
     }
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(&vk);

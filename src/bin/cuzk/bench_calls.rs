@@ -30,6 +30,10 @@ pub struct CallsArgs {
     /// proof bytes.
     #[arg(long)]
     pub compare_cpu: bool,
+    /// Also prove the first partition from its compact witness, with a, b and c computed by
+    /// the prover from the circuit's recording (cuzk's GPU prover: on the GPU).
+    #[arg(long)]
+    pub compact: bool,
 }
 
 pub fn calls(args: CallsArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
@@ -40,6 +44,7 @@ pub fn calls(args: CallsArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
         reps,
         json,
         compare_cpu,
+        compact,
     } = args;
     let rep = tools::calls::run(&tools::calls::CallsSpec {
         c1: read(&c1)?,
@@ -51,6 +56,7 @@ pub fn calls(args: CallsArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
         reps,
         params_dir,
         compare_cpu,
+        compact,
     })?;
     println!(
         "{} ({}): {} constraints per partition, {} partitions synthesized in {:.0} ms",
@@ -65,21 +71,23 @@ pub fn calls(args: CallsArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
     );
     for r in &rep.rows {
         println!(
-            "{:>5}  {:>7}  {:>5}  {:>12.0}  {:>13.0}  {:>12.1}  {:>21.0}",
+            "{:>5}  {:>7}  {:>5}  {:>12.0}  {:>13.0}  {:>12.1}  {:>21.0}{}",
             r.width,
             r.devices_used,
             r.calls,
             r.call_ms_min,
             r.call_ms_mean,
             r.ms_per_partition,
-            r.cpu_ms_per_partition
+            r.cpu_ms_per_partition,
+            if r.compact { "  (compact witness)" } else { "" }
         );
     }
     if rep.rows.iter().any(|r| r.stages_ms.iter().any(|&x| x > 0.0)) {
         println!("stages per partition (ms): upload, ntt, h, split, l, a, b_g1, b_g2");
         for r in &rep.rows {
             let st: Vec<String> = r.stages_ms.iter().map(|x| format!("{x:.1}")).collect();
-            println!("{:>5}  {}", r.width, st.join("  "));
+            let c = if r.compact { "  (compact witness)" } else { "" };
+            println!("{:>5}  {}{c}", r.width, st.join("  "));
         }
     }
     println!(

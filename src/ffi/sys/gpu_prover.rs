@@ -1,6 +1,8 @@
 //! Bindings to cuzk's own GPU prover in `kernels/groth16.cu`: parameters resident on one GPU
-//! ([`DeviceSrs`]), a partition's inputs copied into device buffers ([`Stage::upload`]), and
-//! its h polynomial and five MSMs ([`DeviceSrs::prove`]).
+//! ([`DeviceSrs`]), a circuit's recording beside them ([`DeviceRecording`]), a partition's
+//! inputs copied into device buffers ([`Stage::upload`]) or only its compact witness with a, b,
+//! c computed there ([`Stage::upload_witness`]), and its h polynomial and five MSMs
+//! ([`DeviceSrs::prove`]).
 //!
 //! The kernels take blst's memory layouts, which `blstrs` wraps transparently: `G1Affine` is a
 //! `blst_p1_affine` (x, y in Montgomery form, 96 bytes), `G2Affine` a `blst_p2_affine` (192
@@ -38,6 +40,34 @@ struct RawInput {
     n_inp: usize,
     aux: *const Fr,
     n_aux: usize,
+    a_aux_density: *const u64,
+    b_inp_density: *const u64,
+    b_aux_density: *const u64,
+}
+
+#[repr(C)]
+struct RawRec {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+struct RawMatrix {
+    row_start: *const u32,
+    cols: *const u32,
+    coeffs: *const u16,
+    terms: usize,
+}
+
+#[repr(C)]
+struct RawWitness {
+    lg_domain: u32,
+    inp: *const Fr,
+    n_inp: usize,
+    classes: *const u64,
+    n_aux: usize,
+    oth_idx: *const u32,
+    oth_val: *const Fr,
+    n_oth: usize,
     a_aux_density: *const u64,
     b_inp_density: *const u64,
     b_aux_density: *const u64,
@@ -89,6 +119,29 @@ extern "C" {
         err: *mut c_char,
         errlen: usize,
     ) -> c_int;
+    #[allow(clippy::too_many_arguments)]
+    fn cuzk_gpu_rec_new(
+        s: *const RawSrs,
+        rows: usize,
+        n_inp: usize,
+        n_aux: usize,
+        m: *const RawMatrix,
+        dict: *const Fr,
+        n_dict: usize,
+        out: *mut *mut RawRec,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
+    fn cuzk_gpu_rec_bytes(r: *const RawRec) -> usize;
+    fn cuzk_gpu_rec_free(r: *mut RawRec);
+    fn cuzk_gpu_upload_witness(
+        g: *mut RawStage,
+        r: *const RawRec,
+        w: *const RawWitness,
+        bad_row: *mut u64,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
     fn cuzk_gpu_prove(
         s: *const RawSrs,
         g: *mut RawStage,
@@ -128,6 +181,54 @@ pub struct PartitionInput<'a> {
     pub a_aux_density: &'a [usize],
     pub b_input_density: &'a [usize],
     pub b_aux_density: &'a [usize],
+}
+
+/// One matrix of a circuit's recording in CSR form: `rows + 1` row starts, a column per term
+/// (inputs marked by the top bit) and a coefficient code per term.
+pub struct SparseMatrix<'a> {
+    pub row_start: &'a [u32],
+    pub cols: &'a [u32],
+    pub coeffs: &'a [u16],
+}
+
+/// One partition's compact witness: the inputs, two class bits per aux value (0 zero, 1 one,
+/// 2 other; 32 per word, least significant first), the indices and values of the others, and
+/// the A/B query densities (as in [`PartitionInput`]).
+pub struct CompactInput<'a> {
+    pub lg_domain: u32,
+    pub inputs: &'a [Fr],
+    pub classes: &'a [u64],
+    pub n_aux: usize,
+    pub other_index: &'a [u32],
+    pub other_value: &'a [Fr],
+    pub a_aux_density: &'a [usize],
+    pub b_input_density: &'a [usize],
+    pub b_aux_density: &'a [usize],
+}
+
+/// A circuit's recording (its A, B, C matrices and coefficient dictionary) in one GPU's memory;
+/// freed on drop.
+pub struct DeviceRecording {
+    raw: *mut RawRec,
+}
+
+// SAFETY: as for DeviceSrs: only read by uploads, which callers serialize per stage.
+unsafe impl Send for DeviceRecording {}
+unsafe impl Sync for DeviceRecording {}
+
+impl DeviceRecording {
+    /// Device memory the recording takes, in bytes.
+    pub fn bytes(&self) -> u64 {
+        // SAFETY: a live handle.
+        unsafe { cuzk_gpu_rec_bytes(self.raw) as u64 }
+    }
+}
+
+impl Drop for DeviceRecording {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from cuzk_gpu_rec_new and is freed once.
+        unsafe { cuzk_gpu_rec_free(self.raw) }
+    }
 }
 
 /// The five MSM results of one partition, and the GPU time of each stage (ms).
@@ -242,6 +343,51 @@ impl DeviceSrs {
         })
     }
 
+    /// Copies a circuit's recording (`rows` constraints over `n_inputs` inputs and `n_aux` aux
+    /// variables) to this GPU; the CUDA side checks its tables first.
+    pub fn recording(
+        &self,
+        rows: usize,
+        n_inputs: usize,
+        n_aux: usize,
+        m: [SparseMatrix; 3],
+        dict: &[Fr],
+    ) -> Result<DeviceRecording, String> {
+        for (k, x) in m.iter().enumerate() {
+            if x.row_start.len() != rows + 1 || x.cols.len() != x.coeffs.len() {
+                return Err(format!("matrix {k}: table lengths do not match"));
+            }
+        }
+        let raw_m = m.map(|x| RawMatrix {
+            row_start: x.row_start.as_ptr(),
+            cols: x.cols.as_ptr(),
+            coeffs: x.coeffs.as_ptr(),
+            terms: x.cols.len(),
+        });
+        let mut raw: *mut RawRec = std::ptr::null_mut();
+        let mut err = [0 as c_char; 1024];
+        // SAFETY: each table is valid for the length passed (checked above); the callee
+        // checks their contents and copies them before returning.
+        let rc = unsafe {
+            cuzk_gpu_rec_new(
+                self.raw,
+                rows,
+                n_inputs,
+                n_aux,
+                raw_m.as_ptr(),
+                dict.as_ptr(),
+                dict.len(),
+                &mut raw,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        if rc != 0 || raw.is_null() {
+            return Err(message(&err));
+        }
+        Ok(DeviceRecording { raw })
+    }
+
     /// Proves the partition uploaded into `stage` (which then holds none). The caller must
     /// not run two of these on the same GPU at once; uploads into other stages may run beside.
     pub fn prove(&self, stage: &mut Stage) -> Result<MsmResults, String> {
@@ -325,6 +471,58 @@ impl Stage {
             return Err(message(&err));
         }
         Ok(())
+    }
+}
+
+impl Stage {
+    /// Copies one partition's compact witness in, computes a, b, c on the GPU from `rec` and
+    /// checks every row; returns the first unsatisfied row, if any (the stage then holds no
+    /// partition), when done.
+    pub fn upload_witness(
+        &mut self,
+        rec: &DeviceRecording,
+        w: &CompactInput,
+    ) -> Result<Option<u64>, String> {
+        let words = |n: usize| n.div_ceil(64);
+        if w.classes.len() < w.n_aux.div_ceil(32)
+            || w.other_index.len() != w.other_value.len()
+            || w.a_aux_density.len() < words(w.n_aux)
+            || w.b_aux_density.len() < words(w.n_aux)
+            || w.b_input_density.len() < words(w.inputs.len())
+        {
+            return Err("a table of the compact witness is shorter than its variables".into());
+        }
+        let input = RawWitness {
+            lg_domain: w.lg_domain,
+            inp: w.inputs.as_ptr(),
+            n_inp: w.inputs.len(),
+            classes: w.classes.as_ptr(),
+            n_aux: w.n_aux,
+            oth_idx: w.other_index.as_ptr(),
+            oth_val: w.other_value.as_ptr(),
+            n_oth: w.other_index.len(),
+            a_aux_density: w.a_aux_density.as_ptr().cast(),
+            b_inp_density: w.b_input_density.as_ptr().cast(),
+            b_aux_density: w.b_aux_density.as_ptr().cast(),
+        };
+        let mut bad = u64::MAX;
+        let mut err = [0 as c_char; 1024];
+        // SAFETY: the slices outlive the call, which copies them before returning; their
+        // lengths were checked to cover the counts passed.
+        let rc = unsafe {
+            cuzk_gpu_upload_witness(
+                self.raw,
+                rec.raw,
+                &input,
+                &mut bad,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        if rc != 0 {
+            return Err(message(&err));
+        }
+        Ok((bad != u64::MAX).then_some(bad))
     }
 }
 
