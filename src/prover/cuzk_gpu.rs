@@ -347,68 +347,6 @@ impl CuzkGpuProver {
         proof
     }
 
-    /// Proves one partition on GPU `g` from its compact witness: a, b and c are computed there
-    /// from the circuit's recording (resident beside the parameters) and checked row by row.
-    #[allow(clippy::too_many_arguments)]
-    fn prove_compact(
-        &self,
-        g: usize,
-        r1cs: &SparseR1cs,
-        w: &ClassedWitness,
-        srs: &Srs,
-        r: Fr,
-        s: Fr,
-        times: &mut StageTimes,
-    ) -> Result<Proof<Bls12>> {
-        let gpu = &self.gpus[g];
-        let loaded = self.loaded(g, srs)?;
-        let size = &srs.size;
-        if (w.inputs.len(), w.aux.len()) != (size.inputs, size.aux)
-            || (r1cs.inputs, r1cs.aux) != (size.inputs, size.aux)
-            || r1cs.constraints > size.domain()
-        {
-            return Err(Error::invalid_input(format!(
-                "the witness ({} inputs, {} aux) or the recording ({} constraints) does not \
-                 fit the parameters ({} inputs, {} aux, domain {})",
-                w.inputs.len(),
-                w.aux.len(),
-                r1cs.constraints,
-                size.inputs,
-                size.aux,
-                size.domain()
-            )));
-        }
-        let rec = self.recording(g, &loaded, r1cs)?;
-        let (idx, val) = others(w);
-        let mut stage = self.take_stage(g, &loaded, srs, w.inputs.len(), w.aux.len())?;
-        let input = CompactInput {
-            lg_domain: size.domain().trailing_zeros(),
-            inputs: w.inputs,
-            classes: w.classes,
-            n_aux: w.aux.len(),
-            other_index: &idx,
-            other_value: &val,
-            a_aux_density: r1cs.a_aux_density.bv.as_raw_slice(),
-            b_input_density: r1cs.b_input_density.bv.as_raw_slice(),
-            b_aux_density: r1cs.b_aux_density.bv.as_raw_slice(),
-        };
-        let up = crate::error::catch("cuzk GPU upload", Status::Proving, || {
-            Ok(stage.upload_witness(&rec, &input))
-        })?
-        .map_err(|e| Error::proving(format!("{}: witness upload failed: {e}", gpu.name)))?;
-        if let Some(row) = up {
-            self.put_back(g, loaded.generation, stage);
-            return Err(Error::proving(format!(
-                "{}: constraint {row} of {} is not satisfied by the GPU's product: the recording \
-                 does not fit this witness",
-                gpu.name, r1cs.constraints
-            )));
-        }
-        let res = self.compute(g, &loaded, &mut stage, srs, r, s, times);
-        self.put_back(g, loaded.generation, stage);
-        res
-    }
-
     /// Proves `items` (indices into `asgs`) on GPU `g` in turn, each partition's upload
     /// overlapping the previous one's kernels.
     #[allow(clippy::too_many_arguments)]
@@ -526,6 +464,9 @@ impl ProverBackend for CuzkGpuProver {
         }
     }
 
+    /// Proves on the first GPU in service from the compact witness: a, b and c are computed
+    /// there from the circuit's recording (resident beside the parameters) and checked row by
+    /// row.
     fn prove_witness(
         &self,
         r1cs: &SparseR1cs,
@@ -536,7 +477,56 @@ impl ProverBackend for CuzkGpuProver {
         times: &mut StageTimes,
     ) -> Option<Result<Proof<Bls12>>> {
         let g = *self.usable().first()?;
-        Some(self.prove_compact(g, r1cs, w, srs, r, s, times))
+        Some((|| {
+            let gpu = &self.gpus[g];
+            let loaded = self.loaded(g, srs)?;
+            let size = &srs.size;
+            if (w.inputs.len(), w.aux.len()) != (size.inputs, size.aux)
+                || (r1cs.inputs, r1cs.aux) != (size.inputs, size.aux)
+                || r1cs.constraints > size.domain()
+            {
+                return Err(Error::invalid_input(format!(
+                    "the witness ({} inputs, {} aux) or the recording ({} constraints) does not \
+                     fit the parameters ({} inputs, {} aux, domain {})",
+                    w.inputs.len(),
+                    w.aux.len(),
+                    r1cs.constraints,
+                    size.inputs,
+                    size.aux,
+                    size.domain()
+                )));
+            }
+            let rec = self.recording(g, &loaded, r1cs)?;
+            let (idx, val) = others(w);
+            let mut stage = self.take_stage(g, &loaded, srs, w.inputs.len(), w.aux.len())?;
+            let input = CompactInput {
+                lg_domain: size.domain().trailing_zeros(),
+                inputs: w.inputs,
+                classes: w.classes,
+                n_aux: w.aux.len(),
+                other_index: &idx,
+                other_value: &val,
+                a_aux_density: r1cs.a_aux_density.bv.as_raw_slice(),
+                b_input_density: r1cs.b_input_density.bv.as_raw_slice(),
+                b_aux_density: r1cs.b_aux_density.bv.as_raw_slice(),
+            };
+            let up = crate::error::catch("cuzk GPU upload", Status::Proving, || {
+                Ok(stage.upload_witness(&rec, &input))
+            })?
+            .map_err(|e| Error::proving(format!("{}: witness upload failed: {e}", gpu.name)))?;
+            if let Some(row) = up {
+                self.put_back(g, loaded.generation, stage);
+                return Err(Error::proving(format!(
+                    "{}: constraint {row} of {} is not satisfied by the GPU's product: the recording \
+                     does not fit this witness",
+                    gpu.name, r1cs.constraints
+                )));
+            }
+            let res = self.compute(g, &loaded, &mut stage, srs, r, s, times);
+            self.put_back(g, loaded.generation, stage);
+            res
+
+        })())
     }
 
     fn prove(
