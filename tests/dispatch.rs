@@ -681,3 +681,54 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
         Status::NotRunning
     );
 }
+
+/// Work queued ahead counts against admission only at the same or a higher priority; a request
+/// already waiting for memory counts whatever its priority (it takes the memory first).
+#[test]
+fn admission_counts_only_the_work_ahead_of_the_new_jobs_priority() {
+    let (spec, rep, c1) = common::fixture(FixtureShape::default());
+    let file = std::fs::metadata(&rep.params_path).unwrap().len();
+    let part = cuzk::params::check_file(&rep.params_path)
+        .unwrap()
+        .size()
+        .working_bytes();
+    let sim = SimOne::new(1, vec![Call::Gated], Call::Dummy);
+    let gate = sim.gate.clone();
+    let engine = Arc::new(
+        Engine::start_with_fallback(
+            Config {
+                params_dir: common::params_dir(),
+                self_check: false,
+                // One worker: once it waits for memory (X), Y stays in the synthesis queue.
+                synthesis_workers: 1,
+                memory_budget: file + part + part / 2,
+                synthesis: Some(cuzk::engine::SynthesisMode::Full),
+                ..Config::default()
+            },
+            vec![Box::new(sim)],
+            Box::new(common::Stub::default()),
+        )
+        .unwrap(),
+    );
+    let proof = spec.proof;
+    let e = engine.clone();
+    common::within(600, "admission by priority", move || {
+        let _opens = common::Opens(gate.clone());
+        let ask = |p| e.admission(proof, FixtureShape::default(), p).unwrap();
+        let w = e.submit(request(&spec, &c1, FixtureShape::default())).unwrap();
+        common::wait_until(120, "W on the GPU", || e.status().proving == 1);
+        let x = e.submit(request(&spec, &c1, FixtureShape::default())).unwrap();
+        common::wait_until(120, "X waiting for memory", || ask(0).queued_bytes == part);
+        let y = e.submit(request(&spec, &c1, FixtureShape::default())).unwrap();
+        assert_eq!(e.status().synthesis_queue, 1, "Y queued behind the waiting worker");
+        assert_eq!(ask(0).queued_bytes, 2 * part, "X waiting and Y queued, both ahead");
+        assert_eq!(ask(-1).queued_bytes, 2 * part);
+        assert_eq!(ask(5).queued_bytes, part, "a higher priority passes Y, not X");
+        gate.open();
+        for id in [w, x, y] {
+            e.await_job(id, None).unwrap();
+        }
+        assert_eq!(ask(0).queued_bytes, 0);
+    });
+    engine.shutdown().unwrap();
+}
