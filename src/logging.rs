@@ -57,7 +57,6 @@ struct Logger {
     /// `RUST_LOG` (default `warn`, or the level the host asked for when it set its sink).
     filter: RwLock<env_logger::Logger>,
     sink: RwLock<Option<LogSink>>,
-    has_sink: AtomicBool,
     /// Held while a sink runs: a sink change waits on it, so that the old sink is not running
     /// when [`set_sink`] returns.
     calling: Mutex<()>,
@@ -86,7 +85,6 @@ fn logger() -> &'static Logger {
     LOGGER.get_or_init(|| Logger {
         filter: RwLock::new(build_filter(LevelFilter::Warn)),
         sink: RwLock::new(None),
-        has_sink: AtomicBool::new(false),
         calling: Mutex::new(()),
         queue: Mutex::new(Queue {
             records: VecDeque::new(),
@@ -150,12 +148,10 @@ pub fn set_sink(sink: Option<LogSink>, default_level: Option<LevelFilter>) {
     if installed() {
         log::set_max_level(max);
     }
-    let on = sink.is_some();
-    if on {
+    if sink.is_some() {
         start_thread(l);
     }
     *l.sink.write() = sink;
-    l.has_sink.store(on, Ordering::Release);
     if !on_log_thread {
         // Wait for a call of the old sink in progress.
         drop(l.calling.lock());
@@ -219,7 +215,7 @@ impl Log for Logger {
         if !filter.matches(r) {
             return;
         }
-        if !self.has_sink.load(Ordering::Acquire) {
+        if self.sink.read().is_none() {
             filter.log(r);
             return;
         }

@@ -142,11 +142,16 @@ pub struct cuzk_timeline_event {
 pub type cuzk_timeline_cb =
     Option<unsafe extern "C" fn(userdata: *mut c_void, ev: *const cuzk_timeline_event)>;
 
+/// `s` as a C string: an interior NUL (which C would read as the end) becomes a space.
+fn c_text(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).unwrap_or_default()
+}
+
 fn write_error(err_out: *mut cuzk_error, e: &Error) {
     if err_out.is_null() {
         return;
     }
-    let msg = CString::new(e.message.replace('\0', " ")).unwrap_or_default();
+    let msg = c_text(&e.message);
     // SAFETY: the caller passes a valid, writable cuzk_error that is zeroed or holds an error
     // from cuzk (documented); NULL checked above. Its old message came from CString::into_raw.
     unsafe {
@@ -743,15 +748,6 @@ pub struct cuzk_log_record {
 /// dropped (counted in the metrics' `cuzk_log_records_dropped_total`). It must not throw (C++).
 pub type cuzk_log_cb = Option<unsafe extern "C" fn(userdata: *mut c_void, rec: *const cuzk_log_record)>;
 
-struct LogCallbackPtr {
-    cb: unsafe extern "C" fn(*mut c_void, *const cuzk_log_record),
-    userdata: *mut c_void,
-}
-// SAFETY: the header requires the callback and its userdata to be usable from another thread
-// (the library's log thread) until it is replaced.
-unsafe impl Send for LogCallbackPtr {}
-unsafe impl Sync for LogCallbackPtr {}
-
 /// Sends the library's log records (its own and those of the proving crates inside it) to `cb`
 /// instead of stderr; `cb` NULL goes back to stderr. `RUST_LOG` filters them as always; where it
 /// is not set, `max_level` (1 ERROR ... 5 TRACE; 0: WARN) is the most verbose level passed on.
@@ -784,10 +780,9 @@ pub extern "C" fn cuzk_log_set_callback(
             n => return Err(Error::invalid_argument(format!("unknown log level {n}"))),
         };
         let sink = cb.map(|cb| {
-            let ptr = LogCallbackPtr { cb, userdata };
+            let ptr = CallbackPtr { cb, userdata };
             Arc::new(move |r: &crate::logging::LogRecord| {
-                let target = CString::new(r.target.replace('\0', " ")).unwrap_or_default();
-                let message = CString::new(r.message.replace('\0', " ")).unwrap_or_default();
+                let (target, message) = (c_text(&r.target), c_text(&r.message));
                 let c = cuzk_log_record {
                     struct_size: std::mem::size_of::<cuzk_log_record>() as u32,
                     level: r.level as u32,
@@ -805,14 +800,16 @@ pub extern "C" fn cuzk_log_set_callback(
     })
 }
 
-struct CallbackPtr {
-    cb: unsafe extern "C" fn(*mut c_void, *const cuzk_timeline_event),
+/// A host's callback and its userdata, called with a `T` (a timeline event, a log record).
+struct CallbackPtr<T> {
+    cb: unsafe extern "C" fn(*mut c_void, *const T),
     userdata: *mut c_void,
 }
 // SAFETY: the header requires the callback and its userdata to be usable from another thread
-// (the engine's timeline thread), until the callback is unregistered.
-unsafe impl Send for CallbackPtr {}
-unsafe impl Sync for CallbackPtr {}
+// (the engine's timeline thread, the library's log thread) until the callback is unregistered
+// or replaced.
+unsafe impl<T> Send for CallbackPtr<T> {}
+unsafe impl<T> Sync for CallbackPtr<T> {}
 
 /// Registers a timeline callback on the running engine; writes a handle (unique for the life
 /// of the process) for `cuzk_timeline_unregister`. The callback sees every event recorded after
@@ -832,7 +829,7 @@ pub extern "C" fn cuzk_timeline_register(
         }
         let ptr = CallbackPtr { cb, userdata };
         let sink = Arc::new(move |ev: &Event| {
-            let detail = CString::new(ev.detail.replace('\0', " ")).unwrap_or_default();
+            let detail = c_text(&ev.detail);
             let c = cuzk_timeline_event {
                 struct_size: std::mem::size_of::<cuzk_timeline_event>() as u32,
                 kind: ev.kind as u32,
