@@ -517,26 +517,40 @@ static void free_stage(cuzk_gpu_stage* g)
     delete g;
 }
 
+// A partition's A/B query densities (host bitmaps) with their per-word prefix counts.
+struct densities_t {
+    const uint64_t* bits[3];  // A's aux bits, B's aux bits, B's input bits
+    std::vector<uint32_t> pref[3];
+    size_t b_inp;             // B's inputs in its density
+};
+
+// Reads the densities of a partition of the stage's sizes; false where their counts do not
+// match the parameters' A and B queries.
+static bool read_densities(const cuzk_gpu_stage* g, const uint64_t* a_aux,
+                           const uint64_t* b_aux, const uint64_t* b_inp, densities_t& d)
+{
+    size_t n_a = 0, n_baux = 0;
+    d.bits[0] = a_aux; d.bits[1] = b_aux; d.bits[2] = b_inp;
+    d.pref[0] = word_prefix(a_aux, g->n_aux, &n_a);
+    d.pref[1] = word_prefix(b_aux, g->n_aux, &n_baux);
+    d.pref[2] = word_prefix(b_inp, g->n_inp, &d.b_inp);
+    return g->n_inp + n_a == g->na && d.b_inp + n_baux == g->nb;
+}
+
 // The A and B scalars of the partition in `g` (aux and inputs already on the device): A is the
 // inputs, then the aux values in A's density; B the inputs in its input density, then the aux
 // values in its aux density. The bitmaps and their prefix counts are copied on the stream.
 static void compact_ab(const gpu_t& gpu, cuzk_gpu_stage* g, cudaStream_t st,
-                   const uint64_t* a_aux_density, const uint64_t* b_aux_density,
-                   const uint64_t* b_inp_density, const std::vector<uint32_t>& pa,
-                   const std::vector<uint32_t>& pba, const std::vector<uint32_t>& pbi,
-                   size_t b_inp)
+                       const densities_t& d)
 {
-    // Slots: A's aux bits, B's aux bits, B's input bits.
     uint64_t* bits[3] = {g->bits, g->bits + g->words_aux, g->bits + 2 * g->words_aux};
     uint32_t* pref[3] = {g->pref, g->pref + g->words_aux, g->pref + 2 * g->words_aux};
-    const uint64_t* hb[3] = {a_aux_density, b_aux_density, b_inp_density};
-    const std::vector<uint32_t>* hp[3] = {&pa, &pba, &pbi};
     size_t words[3] = {g->words_aux, g->words_aux, g->words_inp};
     for (int k = 0; k < 3; k++) {
         if (!words[k]) continue;
-        CUDA_OK(cudaMemcpyAsync(bits[k], hb[k], words[k] * sizeof(uint64_t),
+        CUDA_OK(cudaMemcpyAsync(bits[k], d.bits[k], words[k] * sizeof(uint64_t),
                                 cudaMemcpyHostToDevice, st));
-        CUDA_OK(cudaMemcpyAsync(pref[k], hp[k]->data(), words[k] * sizeof(uint32_t),
+        CUDA_OK(cudaMemcpyAsync(pref[k], d.pref[k].data(), words[k] * sizeof(uint32_t),
                                 cudaMemcpyHostToDevice, st));
     }
     int grid = gpu.sm_count() * 2;
@@ -545,7 +559,7 @@ static void compact_ab(const gpu_t& gpu, cuzk_gpu_stage* g, cudaStream_t st,
     if (g->n_aux) {
         cuzk_compact<<<grid, 1024, 0, st>>>(g->as + g->n_inp, g->aux, g->n_aux, bits[0],
                                             pref[0]);
-        cuzk_compact<<<grid, 1024, 0, st>>>(g->bs + b_inp, g->aux, g->n_aux, bits[1],
+        cuzk_compact<<<grid, 1024, 0, st>>>(g->bs + d.b_inp, g->aux, g->n_aux, bits[1],
                                             pref[1]);
     }
     if (g->n_inp)
@@ -672,11 +686,8 @@ int cuzk_gpu_upload(cuzk_gpu_stage* g, const cuzk_gpu_input* in, char* err, size
             put_err(err, errlen, "the partition's sizes do not match the GPU stage");
             return -1;
         }
-        size_t a_aux = 0, b_inp = 0, b_aux = 0;
-        auto pa = word_prefix(in->a_aux_density, in->n_aux, &a_aux);
-        auto pbi = word_prefix(in->b_inp_density, in->n_inp, &b_inp);
-        auto pba = word_prefix(in->b_aux_density, in->n_aux, &b_aux);
-        if (in->n_inp + a_aux != g->na || b_inp + b_aux != g->nb) {
+        densities_t dens;
+        if (!read_densities(g, in->a_aux_density, in->b_aux_density, in->b_inp_density, dens)) {
             put_err(err, errlen, "the partition's query densities do not match the parameters");
             return -1;
         }
@@ -696,8 +707,7 @@ int cuzk_gpu_upload(cuzk_gpu_stage* g, const cuzk_gpu_input* in, char* err, size
                                 cudaMemcpyHostToDevice, st));
         CUDA_OK(cudaMemcpyAsync(g->inp, in->inp, in->n_inp * sizeof(fr_t),
                                 cudaMemcpyHostToDevice, st));
-        compact_ab(gpu, g, st, in->a_aux_density, in->b_aux_density, in->b_inp_density, pa, pba,
-                   pbi, b_inp);
+        compact_ab(gpu, g, st, dens);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaStreamSynchronize(st));
         g->ms_upload = ms_since(t);
@@ -796,11 +806,8 @@ int cuzk_gpu_upload_witness(cuzk_gpu_stage* g, const cuzk_gpu_rec* r, const cuzk
                 put_err(err, errlen, "a witness value's index is out of range");
                 return -1;
             }
-        size_t a_aux = 0, b_inp = 0, b_aux = 0;
-        auto pa = word_prefix(w->a_aux_density, w->n_aux, &a_aux);
-        auto pbi = word_prefix(w->b_inp_density, w->n_inp, &b_inp);
-        auto pba = word_prefix(w->b_aux_density, w->n_aux, &b_aux);
-        if (w->n_inp + a_aux != g->na || b_inp + b_aux != g->nb) {
+        densities_t dens;
+        if (!read_densities(g, w->a_aux_density, w->b_aux_density, w->b_inp_density, dens)) {
             put_err(err, errlen, "the partition's query densities do not match the parameters");
             return -1;
         }
@@ -849,8 +856,7 @@ int cuzk_gpu_upload_witness(cuzk_gpu_stage* g, const cuzk_gpu_rec* r, const cuzk
             cuzk_check<<<gpu.sm_count() * 8, 256, 0, st>>>(g->abc, g->abc + domain,
                                                            g->abc + 2 * domain, r->rows, g->bad);
         CUDA_OK(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, st));
-        compact_ab(gpu, g, st, w->a_aux_density, w->b_aux_density, w->b_inp_density, pa, pba,
-                   pbi, b_inp);
+        compact_ab(gpu, g, st, dens);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaStreamSynchronize(st));
         g->ms_upload = ms_since(t);

@@ -40,13 +40,34 @@ impl Witness {
                 .all(|(j, v)| self.class(j) == classify(v))
     }
 
-    /// The witness as a prover reads it.
+    /// The witness as a prover that computes a, b, c itself reads it (the compact form).
     pub fn classed(&self) -> crate::prover::ClassedWitness<'_> {
+        let (other_index, other_value) = self.others();
         crate::prover::ClassedWitness {
             inputs: &self.inputs,
-            aux: &self.aux,
+            n_aux: self.aux.len(),
             classes: &self.classes,
+            other_index,
+            other_value,
         }
+    }
+
+    /// The indices and values of the aux values that are neither zero nor one, read from the
+    /// class bits (`OTHER` sets the high bit of its pair only).
+    fn others(&self) -> (Vec<u32>, Vec<Fr>) {
+        let (mut idx, mut val) = (Vec::new(), Vec::new());
+        for (k, &word) in self.classes.iter().enumerate() {
+            let mut bits = word & 0xAAAA_AAAA_AAAA_AAAA & !(word << 1);
+            while bits != 0 {
+                let j = k * 32 + bits.trailing_zeros() as usize / 2;
+                if j < self.aux.len() {
+                    idx.push(j as u32);
+                    val.push(self.aux[j]);
+                }
+                bits &= bits - 1;
+            }
+        }
+        (idx, val)
     }
 
     /// The compact form a GPU can take as it is.
@@ -221,5 +242,14 @@ mod tests {
         assert_eq!(c.others.len(), 18);
         assert_eq!(c.to_dense(), w.aux);
         assert_eq!(c.bytes(), 2 * 8 + 18 * 36);
+        // The compact form a GPU is sent: the same others, read from the class bits.
+        let v = w.classed();
+        assert_eq!((v.n_aux, v.other_index.len()), (w.aux.len(), 18));
+        assert!(v
+            .other_index
+            .iter()
+            .zip(&v.other_value)
+            .zip(&c.others)
+            .all(|((i, x), (j, y))| i == j && x == y));
     }
 }

@@ -347,6 +347,66 @@ impl CuzkGpuProver {
         proof
     }
 
+    /// Proves one partition on GPU `g` from its compact witness: a, b and c are computed there
+    /// from the circuit's recording (resident beside the parameters) and checked row by row.
+    #[allow(clippy::too_many_arguments)]
+    fn prove_compact(
+        &self,
+        g: usize,
+        r1cs: &SparseR1cs,
+        w: &ClassedWitness,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> Result<Proof<Bls12>> {
+        let gpu = &self.gpus[g];
+        let loaded = self.loaded(g, srs)?;
+        let size = &srs.size;
+        if (w.inputs.len(), w.n_aux) != (size.inputs, size.aux)
+            || (r1cs.inputs, r1cs.aux) != (size.inputs, size.aux)
+            || r1cs.constraints > size.domain()
+        {
+            return Err(Error::invalid_input(format!(
+                "the witness ({} inputs, {} aux) or the recording ({} constraints) does not \
+                 fit the parameters ({} inputs, {} aux, domain {})",
+                w.inputs.len(),
+                w.n_aux,
+                r1cs.constraints,
+                size.inputs,
+                size.aux,
+                size.domain()
+            )));
+        }
+        let rec = self.recording(g, &loaded, r1cs)?;
+        let mut stage = self.take_stage(g, &loaded, srs, w.inputs.len(), w.n_aux)?;
+        let input = CompactInput {
+            lg_domain: size.domain().trailing_zeros(),
+            inputs: w.inputs,
+            classes: w.classes,
+            n_aux: w.n_aux,
+            other_index: &w.other_index,
+            other_value: &w.other_value,
+            a_aux_density: r1cs.a_aux_density.bv.as_raw_slice(),
+            b_input_density: r1cs.b_input_density.bv.as_raw_slice(),
+            b_aux_density: r1cs.b_aux_density.bv.as_raw_slice(),
+        };
+        let up = crate::error::catch("cuzk GPU upload", Status::Proving, || {
+            Ok(stage.upload_witness(&rec, &input))
+        })?
+        .map_err(|e| Error::proving(format!("{}: witness upload failed: {e}", gpu.name)))?;
+        let res = match up {
+            Some(row) => Err(Error::proving(format!(
+                "{}: constraint {row} of {} is not satisfied by the GPU's product: the recording \
+                 does not fit this witness",
+                gpu.name, r1cs.constraints
+            ))),
+            None => self.compute(g, &loaded, &mut stage, srs, r, s, times),
+        };
+        self.put_back(g, loaded.generation, stage);
+        res
+    }
+
     /// Proves `items` (indices into `asgs`) on GPU `g` in turn, each partition's upload
     /// overlapping the previous one's kernels.
     #[allow(clippy::too_many_arguments)]
@@ -385,24 +445,6 @@ impl CuzkGpuProver {
             out
         })
     }
-}
-
-/// The indices and values of a witness's aux values that are neither zero nor one, by their
-/// class bits (class 2 sets the high bit of its pair only).
-fn others(w: &ClassedWitness) -> (Vec<u32>, Vec<Fr>) {
-    let (mut idx, mut val) = (Vec::new(), Vec::new());
-    for (k, &word) in w.classes.iter().enumerate() {
-        let mut bits = word & 0xAAAA_AAAA_AAAA_AAAA & !(word << 1);
-        while bits != 0 {
-            let j = k * 32 + bits.trailing_zeros() as usize / 2;
-            if j < w.aux.len() {
-                idx.push(j as u32);
-                val.push(w.aux[j]);
-            }
-            bits &= bits - 1;
-        }
-    }
-    (idx, val)
 }
 
 impl ProverBackend for CuzkGpuProver {
@@ -464,9 +506,6 @@ impl ProverBackend for CuzkGpuProver {
         }
     }
 
-    /// Proves on the first GPU in service from the compact witness: a, b and c are computed
-    /// there from the circuit's recording (resident beside the parameters) and checked row by
-    /// row.
     fn prove_witness(
         &self,
         r1cs: &SparseR1cs,
@@ -477,56 +516,7 @@ impl ProverBackend for CuzkGpuProver {
         times: &mut StageTimes,
     ) -> Option<Result<Proof<Bls12>>> {
         let g = *self.usable().first()?;
-        Some((|| {
-            let gpu = &self.gpus[g];
-            let loaded = self.loaded(g, srs)?;
-            let size = &srs.size;
-            if (w.inputs.len(), w.aux.len()) != (size.inputs, size.aux)
-                || (r1cs.inputs, r1cs.aux) != (size.inputs, size.aux)
-                || r1cs.constraints > size.domain()
-            {
-                return Err(Error::invalid_input(format!(
-                    "the witness ({} inputs, {} aux) or the recording ({} constraints) does not \
-                     fit the parameters ({} inputs, {} aux, domain {})",
-                    w.inputs.len(),
-                    w.aux.len(),
-                    r1cs.constraints,
-                    size.inputs,
-                    size.aux,
-                    size.domain()
-                )));
-            }
-            let rec = self.recording(g, &loaded, r1cs)?;
-            let (idx, val) = others(w);
-            let mut stage = self.take_stage(g, &loaded, srs, w.inputs.len(), w.aux.len())?;
-            let input = CompactInput {
-                lg_domain: size.domain().trailing_zeros(),
-                inputs: w.inputs,
-                classes: w.classes,
-                n_aux: w.aux.len(),
-                other_index: &idx,
-                other_value: &val,
-                a_aux_density: r1cs.a_aux_density.bv.as_raw_slice(),
-                b_input_density: r1cs.b_input_density.bv.as_raw_slice(),
-                b_aux_density: r1cs.b_aux_density.bv.as_raw_slice(),
-            };
-            let up = crate::error::catch("cuzk GPU upload", Status::Proving, || {
-                Ok(stage.upload_witness(&rec, &input))
-            })?
-            .map_err(|e| Error::proving(format!("{}: witness upload failed: {e}", gpu.name)))?;
-            if let Some(row) = up {
-                self.put_back(g, loaded.generation, stage);
-                return Err(Error::proving(format!(
-                    "{}: constraint {row} of {} is not satisfied by the GPU's product: the recording \
-                     does not fit this witness",
-                    gpu.name, r1cs.constraints
-                )));
-            }
-            let res = self.compute(g, &loaded, &mut stage, srs, r, s, times);
-            self.put_back(g, loaded.generation, stage);
-            res
-
-        })())
+        Some(self.prove_compact(g, r1cs, w, srs, r, s, times))
     }
 
     fn prove(
@@ -600,39 +590,6 @@ impl ProverBackend for CuzkGpuProver {
 #[cfg(test)]
 mod tests {
     use super::{cuda::CudaDevice, CuzkGpuProver, ProverBackend};
-
-    /// The compact upload's "others" are exactly the witness's values that are neither 0 nor 1,
-    /// in order (the pre-compiled path's own compact form is the reference).
-    #[test]
-    fn the_others_sent_to_the_gpu_are_the_values_neither_zero_nor_one() {
-        let w = crate::pce::WitnessTarget::synthesize(Values, None, None).unwrap();
-        let (idx, val) = super::others(&w.classed());
-        let want = w.compact().others;
-        assert_eq!(idx.len(), want.len());
-        assert!(idx.iter().zip(&val).zip(&want).all(|((i, v), (j, x))| i == j && v == x));
-        assert!(!want.is_empty() && want.len() < w.aux.len());
-    }
-
-    /// 1000 aux values: zeros, ones and others in a fixed pattern.
-    struct Values;
-
-    impl bellperson::Circuit<blstrs::Scalar> for Values {
-        fn synthesize<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
-            self,
-            cs: &mut CS,
-        ) -> Result<(), bellperson::SynthesisError> {
-            use ff::Field;
-            for i in 0..1000u64 {
-                let v = match i % 7 {
-                    0 | 3 => blstrs::Scalar::ZERO,
-                    1 | 4 | 5 => blstrs::Scalar::ONE,
-                    _ => blstrs::Scalar::from(i + 2),
-                };
-                cs.alloc(|| "v", || Ok(v))?;
-            }
-            Ok(())
-        }
-    }
 
     fn dev(ordinal: usize) -> CudaDevice {
         CudaDevice {

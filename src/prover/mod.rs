@@ -50,12 +50,15 @@ pub struct SparseR1cs<'a> {
     pub b_aux_density: &'a DensityTracker,
 }
 
-/// A partition's witness with two class bits per aux value (0 zero, 1 one, 2 other; 32 per
-/// word, least significant first).
+/// A partition's witness in compact form: the inputs, two class bits per aux value (0 zero,
+/// 1 one, 2 other; 32 per word, least significant first) and the index and value of each aux
+/// value of class 2.
 pub struct ClassedWitness<'a> {
     pub inputs: &'a [Fr],
-    pub aux: &'a [Fr],
+    pub n_aux: usize,
     pub classes: &'a [u64],
+    pub other_index: Vec<u32>,
+    pub other_value: Vec<Fr>,
 }
 
 /// Something that turns one synthesized partition into a Groth16 proof.

@@ -244,6 +244,13 @@ pub struct MsmResults {
     pub ms: [f64; 8],
 }
 
+/// Whether the A-aux, B-input and B-aux density bitmaps (64 variables per word) cover
+/// `n_inputs` inputs and `n_aux` aux variables.
+fn densities_cover([a_aux, b_inp, b_aux]: [&[usize]; 3], n_inputs: usize, n_aux: usize) -> bool {
+    let words = |n: usize| n.div_ceil(64);
+    a_aux.len() >= words(n_aux) && b_aux.len() >= words(n_aux) && b_inp.len() >= words(n_inputs)
+}
+
 fn fp(l: &[u64]) -> Fp {
     Fp::from_raw_unchecked(l.try_into().expect("6 limbs"))
 }
@@ -442,11 +449,11 @@ impl Stage {
                 p.lg_domain
             ));
         }
-        let words = |n: usize| n.div_ceil(64);
-        if p.a_aux_density.len() < words(p.aux.len())
-            || p.b_aux_density.len() < words(p.aux.len())
-            || p.b_input_density.len() < words(p.inputs.len())
-        {
+        if !densities_cover(
+            [p.a_aux_density, p.b_input_density, p.b_aux_density],
+            p.inputs.len(),
+            p.aux.len(),
+        ) {
             return Err("a density bitmap is shorter than its variables".into());
         }
         let input = RawInput {
@@ -483,12 +490,13 @@ impl Stage {
         rec: &DeviceRecording,
         w: &CompactInput,
     ) -> Result<Option<u64>, String> {
-        let words = |n: usize| n.div_ceil(64);
         if w.classes.len() < w.n_aux.div_ceil(32)
             || w.other_index.len() != w.other_value.len()
-            || w.a_aux_density.len() < words(w.n_aux)
-            || w.b_aux_density.len() < words(w.n_aux)
-            || w.b_input_density.len() < words(w.inputs.len())
+            || !densities_cover(
+                [w.a_aux_density, w.b_input_density, w.b_aux_density],
+                w.inputs.len(),
+                w.n_aux,
+            )
         {
             return Err("a table of the compact witness is shorter than its variables".into());
         }
