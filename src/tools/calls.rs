@@ -69,6 +69,32 @@ pub struct CallRow {
     pub compact: bool,
 }
 
+impl CallRow {
+    /// The row of `walls.len()` calls of `width` partitions on `devices_used` devices that used
+    /// `cpu` of process time in all; `stages` are already per-partition means.
+    fn new(
+        width: usize,
+        devices_used: usize,
+        walls: &[f64],
+        cpu: Duration,
+        stages: [f64; 8],
+        compact: bool,
+    ) -> CallRow {
+        let mean = walls.iter().sum::<f64>() / walls.len() as f64;
+        CallRow {
+            width,
+            devices_used,
+            calls: walls.len(),
+            call_ms_min: walls.iter().cloned().fold(f64::INFINITY, f64::min),
+            call_ms_mean: mean,
+            ms_per_partition: mean / width as f64,
+            cpu_ms_per_partition: cpu.as_secs_f64() * 1e3 / (width * walls.len()) as f64,
+            stages_ms: stages,
+            compact,
+        }
+    }
+}
+
 /// What `run` measured.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CallsReport {
@@ -174,11 +200,7 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
                 let proof = proof?;
                 used.insert(dev);
                 if i == 0 && first.is_none() {
-                    let mut bytes = Vec::new();
-                    proof
-                        .write(&mut bytes)
-                        .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
-                    first = Some((rs[0], ss[0], bytes));
+                    first = Some((rs[0], ss[0], super::proof_bytes(&proof)?));
                 }
                 if !verify_proof(&srs.pvk, &proof, &inputs[ks[i]]).unwrap_or(false) {
                     return Err(Error::new(
@@ -188,18 +210,7 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
                 }
             }
         }
-        let mean = walls.iter().sum::<f64>() / walls.len() as f64;
-        rows.push(CallRow {
-            width,
-            devices_used: used.len(),
-            calls: walls.len(),
-            call_ms_min: walls.iter().cloned().fold(f64::INFINITY, f64::min),
-            call_ms_mean: mean,
-            ms_per_partition: mean / width as f64,
-            cpu_ms_per_partition: cpu.as_secs_f64() * 1e3 / (width * walls.len()) as f64,
-            stages_ms: stages,
-            compact: false,
-        });
+        rows.push(CallRow::new(width, used.len(), &walls, cpu, stages, false));
     }
     let mut compact_first: Option<(Fr, Fr, Vec<u8>)> = None;
     if spec.compact {
@@ -232,25 +243,10 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
                 ));
             }
             if compact_first.is_none() {
-                let mut bytes = Vec::new();
-                proof
-                    .write(&mut bytes)
-                    .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
-                compact_first = Some((r, s, bytes));
+                compact_first = Some((r, s, super::proof_bytes(&proof)?));
             }
         }
-        let mean = walls.iter().sum::<f64>() / walls.len() as f64;
-        rows.push(CallRow {
-            width: 1,
-            devices_used: 1,
-            calls: walls.len(),
-            call_ms_min: walls.iter().cloned().fold(f64::INFINITY, f64::min),
-            call_ms_mean: mean,
-            ms_per_partition: mean,
-            cpu_ms_per_partition: cpu.as_secs_f64() * 1e3 / walls.len() as f64,
-            stages_ms: stages,
-            compact: true,
-        });
+        rows.push(CallRow::new(1, 1, &walls, cpu, stages, true));
     }
     // The CPU's proof with the r and s of the first GPU proof (and of the first proof from the
     // compact witness): the same bytes are required.
@@ -267,11 +263,7 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
                 s,
                 &mut StageTimes::default(),
             )?;
-            let mut cpu = Vec::new();
-            proof
-                .write(&mut cpu)
-                .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
-            if cpu != gpu {
+            if super::proof_bytes(&proof)? != gpu {
                 return Err(Error::new(
                     Status::VerifyFailed,
                     format!(

@@ -11,3 +11,11 @@ pub mod fixture;
 pub mod progress;
 pub mod selftest;
 pub mod synth;
+
+/// A proof's bytes as filecoin-proofs writes them (192 per partition).
+pub fn proof_bytes(p: &bellperson::groth16::Proof<blstrs::Bls12>) -> cuzk::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(cuzk::PROOF_BYTES);
+    p.write(&mut bytes)
+        .map_err(|e| cuzk::Error::internal(format!("serializing a proof: {e}")))?;
+    Ok(bytes)
+}

@@ -178,28 +178,26 @@ impl Progress {
         }
     }
 
-    /// Ends the line with `outcome` and the time taken.
-    pub fn finish(mut self, outcome: &str) {
+    /// Stops the redrawing and writes the last line: what the work was, then `end`.
+    fn end(&mut self, end: &str) {
         self.stop();
         let clear = if self.shared.tty { "\r\x1b[2K" } else { "" };
-        eprintln!(
-            "{clear}{}: {outcome} in {}",
-            self.shared.what,
-            human(self.shared.start.elapsed())
-        );
+        eprintln!("{clear}{}: {end}", self.shared.what);
+    }
+
+    /// Ends the line with `outcome` and the time taken.
+    pub fn finish(mut self, outcome: &str) {
+        let took = human(self.shared.start.elapsed());
+        self.end(&format!("{outcome} in {took}"));
     }
 }
 
 impl Drop for Progress {
     fn drop(&mut self) {
+        // Not finished (an error ended the work).
         if self.thread.is_some() {
-            self.stop();
-            let clear = if self.shared.tty { "\r\x1b[2K" } else { "" };
-            eprintln!(
-                "{clear}{}: stopped after {}",
-                self.shared.what,
-                human(self.shared.start.elapsed())
-            );
+            let took = human(self.shared.start.elapsed());
+            self.end(&format!("stopped after {took}"));
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::{path::Path, time::Instant};
 
 use bellperson::{
-    groth16::{self, verify_proof},
+    groth16::{self, verify_proof, Proof},
     Circuit, ConstraintSystem, SynthesisError,
 };
 use blstrs::{Bls12, Scalar as Fr};
@@ -147,7 +147,40 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     }
     let r = Fr::random(&mut rng);
     let s = Fr::random(&mut rng);
+    // The recorded circuit and its compact witness, for backends that compute a, b, c
+    // themselves (cuzk's GPU prover, by the sparse product on the GPU).
+    let compact = if backends.iter().any(|(_, b)| b.is_gpu()) {
+        let rec = cuzk::pce::RecordingCS::record(Synthetic { seed: None, rounds }, &id, None)
+            .map_err(|e| Error::internal(format!("recording the self-test circuit: {e}")))?;
+        let w = cuzk::pce::WitnessTarget::synthesize(
+            Synthetic {
+                seed: Some(seed),
+                rounds,
+            },
+            Some(rec.aux),
+            None,
+        )
+        .map_err(|e| Error::internal(format!("the self-test witness: {e}")))?;
+        Some((rec, w))
+    } else {
+        None
+    };
+    // Every proof must verify (and not for another output), and have the bytes of the first
+    // one, the CPU's.
     let mut reference: Option<Vec<u8>> = None;
+    let mut check = |backend: String, prove_ms: f64, stages: StageTimes, proof: Proof<Bls12>| {
+        let verified = verify_proof(&srs.pvk, &proof, &[out]).unwrap_or(false)
+            && !verify_proof(&srs.pvk, &proof, &[out + Fr::ONE]).unwrap_or(true);
+        let bytes = super::proof_bytes(&proof)?;
+        let identical = *reference.get_or_insert_with(|| bytes.clone()) == bytes;
+        Ok::<_, Error>(BackendResult {
+            backend,
+            prove_ms,
+            stages,
+            verified,
+            identical,
+        })
+    };
     let mut results = Vec::new();
     for (label, b) in &backends {
         b.prepare(&srs)?;
@@ -166,61 +199,15 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
         let proof = cuzk::error::catch("self-test", cuzk::Status::Proving, || {
             b.prove(&mut asg, &srs, r, s, &mut stages)
         })?;
-        let prove_ms = t.elapsed().as_secs_f64() * 1e3;
-        let verified = verify_proof(&srs.pvk, &proof, &[out]).unwrap_or(false)
-            && !verify_proof(&srs.pvk, &proof, &[out + Fr::ONE]).unwrap_or(true);
-        let mut bytes = Vec::new();
-        proof
-            .write(&mut bytes)
-            .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
-        let identical = match &reference {
-            None => {
-                reference = Some(bytes);
-                true
-            }
-            Some(cpu) => *cpu == bytes,
-        };
-        results.push(BackendResult {
-            backend: label.clone(),
-            prove_ms,
-            stages,
-            verified,
-            identical,
-        });
-        // A backend that computes a, b, c itself (cuzk's GPU prover, by the sparse product on
-        // the GPU) proves again from the recorded circuit and the compact witness.
-        if b.is_gpu() {
-            let rec = cuzk::pce::RecordingCS::record(Synthetic { seed: None, rounds }, &id, None)
-                .map_err(|e| Error::internal(format!("recording the self-test circuit: {e}")))?;
-            let w = cuzk::pce::WitnessTarget::synthesize(
-                Synthetic {
-                    seed: Some(seed),
-                    rounds,
-                },
-                Some(rec.aux),
-                None,
-            )
-            .map_err(|e| Error::internal(format!("the self-test witness: {e}")))?;
+        results.push(check(label.clone(), t.elapsed().as_secs_f64() * 1e3, stages, proof)?);
+        if let Some((rec, w)) = &compact {
             let mut stages = StageTimes::default();
             let t = Instant::now();
-            let Some(proof) = b.prove_witness(&rec.r1cs(), &w.classed(), &srs, r, s, &mut stages)
-            else {
-                continue;
-            };
-            let prove_ms = t.elapsed().as_secs_f64() * 1e3;
-            let proof = proof?;
-            let verified = verify_proof(&srs.pvk, &proof, &[out]).unwrap_or(false);
-            let mut bytes = Vec::new();
-            proof
-                .write(&mut bytes)
-                .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
-            results.push(BackendResult {
-                backend: format!("{label} (product on the GPU)"),
-                prove_ms,
-                stages,
-                verified,
-                identical: reference.as_ref() == Some(&bytes),
-            });
+            if let Some(proof) = b.prove_witness(&rec.r1cs(), &w.classed(), &srs, r, s, &mut stages)
+            {
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                results.push(check(format!("{label} (product on the GPU)"), ms, stages, proof?)?);
+            }
         }
     }
     let _ = std::fs::remove_file(&path);
