@@ -42,19 +42,13 @@ func SetLogger(l *slog.Logger) error {
 		logger.Store(nil)
 		return err
 	}
-	level := C.uint32_t(2) // WARN
-	ctx := context.Background()
-	switch {
-	case l.Enabled(ctx, LevelTrace):
-		level = 5
-	case l.Enabled(ctx, slog.LevelDebug):
-		level = 4
-	case l.Enabled(ctx, slog.LevelInfo):
-		level = 3
-	case l.Enabled(ctx, slog.LevelWarn):
-		level = 2
-	default:
-		level = 1
+	// The most verbose library level l takes (ERROR at least).
+	level := C.uint32_t(1)
+	for n := len(slogLevels) - 1; n > 1; n-- {
+		if l.Enabled(context.Background(), slogLevels[n]) {
+			level = C.uint32_t(n)
+			break
+		}
 	}
 	// The new logger is in place before the library calls the trampoline for it.
 	old := logger.Swap(l)
@@ -65,6 +59,7 @@ func SetLogger(l *slog.Logger) error {
 	return nil
 }
 
+// slogLevels maps the library's levels (1 ERROR ... 5 TRACE) to slog's.
 var slogLevels = [...]slog.Level{slog.LevelError, slog.LevelError, slog.LevelWarn, slog.LevelInfo,
 	slog.LevelDebug, LevelTrace}
 

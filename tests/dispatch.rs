@@ -313,6 +313,36 @@ impl ProverBackend for SimOne {
     }
 }
 
+/// The fixture's parameter file size and one partition's reservation (what the engine computes
+/// from the parameters).
+fn sizes(rep: &common::tools::fixture::SetupReport) -> (u64, u64) {
+    let file = std::fs::metadata(&rep.params_path).unwrap().len();
+    let part = cuzk::params::check_file(&rep.params_path)
+        .unwrap()
+        .size()
+        .working_bytes();
+    (file, part)
+}
+
+/// An engine proving on `sim` (a stub standing in for the CPU's retries) with `cfg`'s settings,
+/// no self-check and exact budget arithmetic: full synthesis, no recording held beside the
+/// partitions.
+fn sim_engine(sim: SimOne, cfg: Config) -> Arc<Engine> {
+    Arc::new(
+        Engine::start_with_fallback(
+            Config {
+                params_dir: common::params_dir(),
+                self_check: false,
+                synthesis: Some(cuzk::engine::SynthesisMode::Full),
+                ..cfg
+            },
+            vec![Box::new(sim)],
+            Box::new(common::Stub::default()),
+        )
+        .unwrap(),
+    )
+}
+
 fn request(
     spec: &common::tools::fixture::FixtureSpec,
     c1: &[u8],
@@ -515,10 +545,7 @@ fn a_device_out_for_faults_comes_back_after_a_passed_probe_and_an_operators_stay
 #[test]
 fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
     let (spec, rep, c1) = common::fixture(FixtureShape::default());
-    let file = std::fs::metadata(&rep.params_path).unwrap().len();
-    // One partition's reservation (what the engine computes from the parameters).
-    let size = cuzk::params::check_file(&rep.params_path).unwrap().size();
-    let part = size.working_bytes();
+    let (file, part) = sizes(&rep);
     // Fits: room for the GPU copy and three partitions (W, X, Y), but not for the host copy
     // beside X and Y; once Y is proved it fits. Never: the GPU copy, X and the host copy
     // alone are over the budget.
@@ -530,21 +557,13 @@ fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
     for (budget, fits) in [(fits_budget, true), (2 * file + part - (16 << 20), false)] {
         let sim = SimOne::new(1, vec![Call::Gated, Call::Fault], Call::Dummy);
         let gate = sim.gate.clone();
-        let engine = Arc::new(
-            Engine::start_with_fallback(
-                Config {
-                    params_dir: common::params_dir(),
-                    self_check: false,
-                    synthesis_workers: 2,
-                    memory_budget: budget,
-                    // Exact budget arithmetic: no recording held beside the partitions.
-                    synthesis: Some(cuzk::engine::SynthesisMode::Full),
-                    ..Config::default()
-                },
-                vec![Box::new(sim)],
-                Box::new(common::Stub::default()),
-            )
-            .unwrap(),
+        let engine = sim_engine(
+            sim,
+            Config {
+                synthesis_workers: 2,
+                memory_budget: budget,
+                ..Config::default()
+            },
         );
         let e = engine.clone();
         let (spec, c1) = (spec.clone(), c1.clone());
@@ -591,31 +610,20 @@ fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
 fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
     use cuzk::engine::AdmissionReason;
     let (spec, rep, c1) = common::fixture(FixtureShape::default());
-    let file = std::fs::metadata(&rep.params_path).unwrap().len();
-    let part = cuzk::params::check_file(&rep.params_path)
-        .unwrap()
-        .size()
-        .working_bytes();
+    let (file, part) = sizes(&rep);
     // The parameters' device copy (held in the budget by the simulated GPU) and one and a
     // half partitions.
     let budget = file + part + part / 2;
     let sim = SimOne::new(1, vec![Call::Gated], Call::Dummy);
     let gate = sim.gate.clone();
-    let engine = Arc::new(
-        Engine::start_with_fallback(
-            Config {
-                params_dir: common::params_dir(),
-                self_check: false,
-                synthesis_workers: 2,
-                memory_budget: budget,
-                max_jobs: 2,
-                synthesis: Some(cuzk::engine::SynthesisMode::Full),
-                ..Config::default()
-            },
-            vec![Box::new(sim)],
-            Box::new(common::Stub::default()),
-        )
-        .unwrap(),
+    let engine = sim_engine(
+        sim,
+        Config {
+            synthesis_workers: 2,
+            memory_budget: budget,
+            max_jobs: 2,
+            ..Config::default()
+        },
     );
     let proof = spec.proof;
     let e = engine.clone();
@@ -687,28 +695,17 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
 #[test]
 fn admission_counts_only_the_work_ahead_of_the_new_jobs_priority() {
     let (spec, rep, c1) = common::fixture(FixtureShape::default());
-    let file = std::fs::metadata(&rep.params_path).unwrap().len();
-    let part = cuzk::params::check_file(&rep.params_path)
-        .unwrap()
-        .size()
-        .working_bytes();
+    let (file, part) = sizes(&rep);
     let sim = SimOne::new(1, vec![Call::Gated], Call::Dummy);
     let gate = sim.gate.clone();
-    let engine = Arc::new(
-        Engine::start_with_fallback(
-            Config {
-                params_dir: common::params_dir(),
-                self_check: false,
-                // One worker: once it waits for memory (X), Y stays in the synthesis queue.
-                synthesis_workers: 1,
-                memory_budget: file + part + part / 2,
-                synthesis: Some(cuzk::engine::SynthesisMode::Full),
-                ..Config::default()
-            },
-            vec![Box::new(sim)],
-            Box::new(common::Stub::default()),
-        )
-        .unwrap(),
+    let engine = sim_engine(
+        sim,
+        Config {
+            // One worker: once it waits for memory (X), Y stays in the synthesis queue.
+            synthesis_workers: 1,
+            memory_budget: file + part + part / 2,
+            ..Config::default()
+        },
     );
     let proof = spec.proof;
     let e = engine.clone();
