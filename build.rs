@@ -99,7 +99,9 @@ mod cuda {
                 Some(dir) => {
                     b.include(dir);
                 }
-                None => panic!("{dep} is not set: the cuda feature needs the sppark and blst crates"),
+                None => {
+                    panic!("{dep} is not set: the cuda feature needs the sppark and blst crates")
+                }
             }
         }
         for a in &archs {

@@ -121,7 +121,9 @@ pub fn installed() -> bool {
 
 /// Records dropped because the sink fell behind.
 pub fn dropped() -> u64 {
-    LOGGER.get().map_or(0, |l| l.dropped.load(Ordering::Relaxed))
+    LOGGER
+        .get()
+        .map_or(0, |l| l.dropped.load(Ordering::Relaxed))
 }
 
 /// Hands the library's records to `sink` (None: back to stderr). `default_level` applies where
@@ -190,8 +192,7 @@ fn deliver_loop(l: &'static Logger) {
             match sink {
                 Some(s) => {
                     // A panicking sink loses this record, never the thread.
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s(&rec))).is_err()
-                    {
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s(&rec))).is_err() {
                         l.dropped.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -290,7 +291,9 @@ mod tests {
                 if r.message == "switch" {
                     let s3 = s2.clone();
                     set_sink(
-                        Some(Arc::new(move |r: &LogRecord| s3.lock().push(r.message.clone()))),
+                        Some(Arc::new(move |r: &LogRecord| {
+                            s3.lock().push(r.message.clone())
+                        })),
                         Some(LevelFilter::Warn),
                     );
                 }

@@ -201,7 +201,8 @@ enum Call {
 }
 
 /// One simulated GPU taking batches of up to `width`, scripted per call; holds a resident
-/// parameter copy in the budget the way the GPU backend does.
+/// parameter copy in the budget the way supraseal's backend does, or (`keeps_copy` false)
+/// reads the parameters for a moment the way cuzk's own GPU prover does.
 struct SimOne {
     width: usize,
     script: Vec<Call>,
@@ -213,6 +214,7 @@ struct SimOne {
     /// Answers of `probe`, in turn (then Ok).
     probes: Arc<Mutex<Vec<bool>>>,
     resident: Mutex<Option<cuzk::budget::Reservation>>,
+    keeps_copy: bool,
 }
 
 impl SimOne {
@@ -226,6 +228,7 @@ impl SimOne {
             enabled: AtomicBool::new(true),
             probes: Arc::default(),
             resident: Mutex::default(),
+            keeps_copy: true,
         }
     }
 }
@@ -255,7 +258,20 @@ impl ProverBackend for SimOne {
         }
         Ok(())
     }
+    fn keeps_host_copy(&self) -> bool {
+        self.keeps_copy
+    }
     fn prepare(&self, srs: &Srs) -> cuzk::Result<()> {
+        if !self.keeps_copy {
+            // Read into host memory, copied to the device, let go.
+            return srs
+                .budget()
+                .try_acquire(srs.file_len)
+                .map(drop)
+                .ok_or_else(|| {
+                    cuzk::Error::new(Status::ResourceExhausted, "sim: no room to read")
+                });
+        }
         let mut r = self.resident.lock().unwrap();
         if r.is_none() {
             *r = Some(
@@ -637,11 +653,16 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
             (a.partition_bytes, a.params_bytes, a.free_bytes),
             (part, file, budget)
         );
-        assert_eq!((a.partitions_per_job, a.partitions_fit, a.jobs_fit), (1, 1, 1));
+        assert_eq!(
+            (a.partitions_per_job, a.partitions_fit, a.jobs_fit),
+            (1, 1, 1)
+        );
         assert_eq!(a.job_slots, 2);
 
         // W holds its partition's memory on the (gated) GPU beside the parameters.
-        let w = e.submit(request(&spec, &c1, FixtureShape::default())).unwrap();
+        let w = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
         common::wait_until(120, "W on the GPU", || e.status().proving == 1);
         let a = ask();
         assert!(!a.admit, "{a:?}");
@@ -650,10 +671,15 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
         assert_eq!((a.partitions_fit, a.jobs_fit, a.job_slots), (0, 0, 1));
 
         // X is submitted anyway: it waits for memory, and takes every job slot.
-        let x = e.submit(request(&spec, &c1, FixtureShape::default())).unwrap();
+        let x = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
         common::wait_until(120, "X waiting for memory", || ask().queued_bytes == part);
         let a = ask();
-        assert_eq!((a.admit, a.reason, a.job_slots), (false, AdmissionReason::MaxJobs, 0));
+        assert_eq!(
+            (a.admit, a.reason, a.job_slots),
+            (false, AdmissionReason::MaxJobs, 0)
+        );
         assert_eq!(
             e.submit(request(&spec, &c1, FixtureShape::default()))
                 .unwrap_err()
@@ -670,9 +696,16 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
         assert_eq!(a.free_bytes, budget - file);
 
         // Types it does not prove, unknown ones and ones without parameters.
-        let err = |p| e.admission(p, FixtureShape::default(), 0).unwrap_err().status;
+        let err = |p| {
+            e.admission(p, FixtureShape::default(), 0)
+                .unwrap_err()
+                .status
+        };
         use cuzk::porep::SealProof::*;
-        assert_eq!(err(StackedDrg2KiBV1_2_Feat_NonInteractivePoRep), Status::Unsupported);
+        assert_eq!(
+            err(StackedDrg2KiBV1_2_Feat_NonInteractivePoRep),
+            Status::Unsupported
+        );
         assert_eq!(err(StackedDrg8MiBV1_1), Status::Params);
         assert_eq!(
             cuzk::engine::seal_proof_from_abi(99).unwrap_err().status,
@@ -688,6 +721,66 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
             .status,
         Status::NotRunning
     );
+}
+
+/// A GPU prover that reads the parameters only to copy them to the device (cuzk's own) needs
+/// their room for a moment, not beside the partitions: admission says yes where the budget
+/// holds the file or a partition, and after the load counts only the partitions.
+#[test]
+fn admission_counts_a_passing_parameter_read_as_room_for_a_moment_only() {
+    use cuzk::engine::AdmissionReason;
+    let (spec, rep, c1) = common::fixture(FixtureShape::default());
+    let (file, part) = sizes(&rep);
+    // Room for the read, or for one partition and a half; counting the file beside the
+    // partitions (as for a kept copy) would leave no partition room.
+    let budget = file.max(part) + part / 2;
+    assert!(
+        budget - file < part,
+        "the fixture's sizes make this test vacuous"
+    );
+    let mut sim = SimOne::new(1, vec![Call::Gated], Call::Dummy);
+    sim.keeps_copy = false;
+    let gate = sim.gate.clone();
+    let engine = sim_engine(
+        sim,
+        Config {
+            synthesis_workers: 2,
+            memory_budget: budget,
+            max_jobs: 2,
+            ..Config::default()
+        },
+    );
+    let proof = spec.proof;
+    let e = engine.clone();
+    common::within(600, "admission with a passing parameter read", move || {
+        let _opens = common::Opens(gate.clone());
+        let ask = || e.admission(proof, FixtureShape::default(), 0).unwrap();
+        let a = ask();
+        assert!(a.admit, "{a:?}");
+        assert_eq!((a.params_bytes, a.free_bytes), (file, budget));
+        assert_eq!(a.partitions_fit, budget / part);
+
+        let w = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
+        common::wait_until(120, "W on the GPU", || e.status().proving == 1);
+        let a = ask();
+        assert_eq!((a.params_bytes, a.free_bytes), (0, budget - part), "{a:?}");
+        assert_eq!(a.partitions_fit, (budget - part) / part);
+        assert_eq!(a.admit, a.partitions_fit > 0);
+        if !a.admit {
+            assert_eq!(a.reason, AdmissionReason::Memory);
+        }
+        gate.open();
+        e.await_job(w, None).unwrap();
+        // Nothing of the parameters stays in host memory.
+        let a = ask();
+        assert!(a.admit, "{a:?}");
+        assert_eq!((a.params_bytes, a.free_bytes), (0, budget));
+        assert_eq!(a.partitions_fit, budget / part);
+    });
+    assert!(engine.status().memory_peak <= budget);
+    engine.shutdown().unwrap();
 }
 
 /// Work queued ahead counts against admission only at the same or a higher priority; a request
@@ -712,15 +805,33 @@ fn admission_counts_only_the_work_ahead_of_the_new_jobs_priority() {
     common::within(600, "admission by priority", move || {
         let _opens = common::Opens(gate.clone());
         let ask = |p| e.admission(proof, FixtureShape::default(), p).unwrap();
-        let w = e.submit(request(&spec, &c1, FixtureShape::default())).unwrap();
+        let w = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
         common::wait_until(120, "W on the GPU", || e.status().proving == 1);
-        let x = e.submit(request(&spec, &c1, FixtureShape::default())).unwrap();
+        let x = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
         common::wait_until(120, "X waiting for memory", || ask(0).queued_bytes == part);
-        let y = e.submit(request(&spec, &c1, FixtureShape::default())).unwrap();
-        assert_eq!(e.status().synthesis_queue, 1, "Y queued behind the waiting worker");
-        assert_eq!(ask(0).queued_bytes, 2 * part, "X waiting and Y queued, both ahead");
+        let y = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
+        assert_eq!(
+            e.status().synthesis_queue,
+            1,
+            "Y queued behind the waiting worker"
+        );
+        assert_eq!(
+            ask(0).queued_bytes,
+            2 * part,
+            "X waiting and Y queued, both ahead"
+        );
         assert_eq!(ask(-1).queued_bytes, 2 * part);
-        assert_eq!(ask(5).queued_bytes, part, "a higher priority passes Y, not X");
+        assert_eq!(
+            ask(5).queued_bytes,
+            part,
+            "a higher priority passes Y, not X"
+        );
         gate.open();
         for id in [w, x, y] {
             e.await_job(id, None).unwrap();

@@ -636,7 +636,10 @@ fn the_gpu_prover_reads_the_same_bases_as_bellperson_and_refuses_damaged_points(
     let srs = cuzk::params::SrsCache::new(bad.path().to_path_buf())
         .get("bases", &budget)
         .unwrap();
-    let err = srs.read_bases().err().expect("a damaged point must fail the read");
+    let err = srs
+        .read_bases()
+        .err()
+        .expect("a damaged point must fail the read");
     assert_eq!(err.status, Status::Params, "{err}");
     assert!(err.message.contains("l query's point 7"), "{err}");
 }

@@ -7,6 +7,9 @@
 //!   loads it after a restart, and records again over a truncated, corrupted or foreign file.
 //! * A wrong recording (consistent file, wrong coefficient) is caught: the partition is
 //!   synthesized in full, the job's proof verifies, the recording is given up.
+//! * Where every prover computes a, b and c itself (cuzk's GPU prover), partitions go to it as
+//!   witnesses; one it fails on is proved on the CPU from the assignment computed then, and a
+//!   row it finds unsatisfied gives the recording up there.
 
 mod common;
 
@@ -16,10 +19,13 @@ use blstrs::Scalar as Fr;
 use common::{wait_until, within, Stub};
 use cuzk::{
     engine::{Config, Engine, JobRequest, SynthesisMode},
+    error::Status,
     params::Srs,
     pce::{self, file},
     porep::{self, FixtureShape},
-    prover::{cpu::CpuProver, ProvingAssignment, StageTimes},
+    prover::{
+        cpu::CpuProver, ClassedWitness, ProverBackend, ProvingAssignment, SparseR1cs, StageTimes,
+    },
     timeline::{Event, EventKind},
 };
 
@@ -160,11 +166,21 @@ type Notes = Arc<Mutex<Vec<String>>>;
 /// An engine proving with `prover` whose recordings live in `dir`, and the SYNTH_END notes.
 fn engine_in(
     dir: &std::path::Path,
-    prover: Box<dyn cuzk::prover::ProverBackend>,
+    prover: Box<dyn ProverBackend>,
+    self_check: bool,
+) -> (Arc<Engine>, Notes) {
+    engine_with(dir, prover, Box::new(CpuProver), self_check)
+}
+
+/// [`engine_in`] with `fallback` for the partitions a GPU backend failed on.
+fn engine_with(
+    dir: &std::path::Path,
+    prover: Box<dyn ProverBackend>,
+    fallback: Box<dyn ProverBackend>,
     self_check: bool,
 ) -> (Arc<Engine>, Notes) {
     let e = Arc::new(
-        Engine::start_with_backends(
+        Engine::start_with_fallback(
             Config {
                 params_dir: common::params_dir(),
                 pce_dir: dir.to_path_buf(),
@@ -174,6 +190,7 @@ fn engine_in(
                 ..Config::default()
             },
             vec![prover],
+            fallback,
         )
         .unwrap(),
     );
@@ -286,25 +303,13 @@ fn a_wrong_recording_is_caught_and_the_job_proved_by_full_synthesis() {
     let req = real_2kib();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_path_buf();
-    // A recording with one coefficient of C changed, on a term whose value in this witness is
-    // not zero (so its row no longer holds), saved as a consistent file.
+    let path = wrong_recording(&d);
     let (job, srs) = prepared(FixtureShape::default());
-    let mut rec = job.circuits.record(None).unwrap();
-    let w = job.circuits.synthesize_witness(0, None, None).unwrap();
-    let t = rec
-        .c
-        .cols
-        .iter()
-        .position(|&col| col & pce::INPUT_BIT == 0 && w.aux[col as usize] != Fr::from(0u64))
-        .unwrap();
-    rec.c.coeffs[t] = if rec.c.coeffs[t] == 0 { 1 } else { 0 };
-    let path = file::path(&d, &rec.id);
-    file::save(&rec, &path).unwrap();
     let vk = (
         bellperson::groth16::prepare_verifying_key(&srs.vk),
         job.circuits.public_inputs(0).unwrap(),
     );
-    drop((job, srs, rec, w));
+    drop((job, srs));
     within(1200, "wrong recording", move || {
         let (e, notes) = engine_in(&d, Box::new(CpuProver), true);
         e.preload(&req).unwrap();
@@ -358,4 +363,192 @@ fn shutdown_while_a_recording_is_made_returns_and_keeps_nothing() {
             std::fs::create_dir_all(&d).unwrap();
         }
     });
+}
+
+/// A GPU stand-in that takes witnesses (as cuzk's GPU prover does): it keeps what it was
+/// given and answers every call with `answer` (a dummy proof, or an error of that status).
+struct WitnessTaker {
+    answer: Option<Status>,
+    /// Per witness: aux values, the others' count, whether the class table covers the aux.
+    seen: Arc<Mutex<Vec<(usize, usize, bool)>>>,
+    assignments: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl WitnessTaker {
+    fn new(answer: Option<Status>) -> Self {
+        WitnessTaker {
+            answer,
+            seen: Arc::default(),
+            assignments: Arc::default(),
+        }
+    }
+}
+
+impl ProverBackend for WitnessTaker {
+    fn name(&self) -> &'static str {
+        "witness-taker"
+    }
+    fn is_gpu(&self) -> bool {
+        true
+    }
+    fn keeps_host_copy(&self) -> bool {
+        false
+    }
+    fn prepare(&self, _: &Srs) -> cuzk::Result<()> {
+        Ok(())
+    }
+    fn proves_witness(&self) -> bool {
+        true
+    }
+    fn prove_witness_batch(
+        &self,
+        r1cs: &SparseR1cs,
+        ws: &[ClassedWitness],
+        _: &Srs,
+        _: &[Fr],
+        _: &[Fr],
+        _: &mut [StageTimes],
+    ) -> Option<
+        Vec<(
+            usize,
+            cuzk::Result<bellperson::groth16::Proof<blstrs::Bls12>>,
+        )>,
+    > {
+        let mut seen = self.seen.lock().unwrap();
+        Some(
+            ws.iter()
+                .map(|w| {
+                    seen.push((
+                        w.n_aux,
+                        w.other_index.len(),
+                        w.n_aux == r1cs.aux && w.classes.len() == w.n_aux.div_ceil(32),
+                    ));
+                    let r = match self.answer {
+                        None => Ok(common::dummy_proof()),
+                        Some(st) => Err(cuzk::Error::new(st, "injected")),
+                    };
+                    (0, r)
+                })
+                .collect(),
+        )
+    }
+    fn prove(
+        &self,
+        asg: &mut Option<ProvingAssignment>,
+        _: &Srs,
+        _: Fr,
+        _: Fr,
+        _: &mut StageTimes,
+    ) -> cuzk::Result<bellperson::groth16::Proof<blstrs::Bls12>> {
+        self.assignments
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        asg.take();
+        Ok(common::dummy_proof())
+    }
+}
+
+/// The recording loaded (preload), then one job: returns its output, its SYNTH_END note and
+/// the engine's status after it.
+fn one_job_after_preload(
+    e: &Arc<Engine>,
+    notes: &Notes,
+    req: &JobRequest,
+) -> (
+    cuzk::Result<cuzk::JobOutput>,
+    String,
+    cuzk::engine::EngineStatus,
+) {
+    e.preload(req).unwrap();
+    settled(e);
+    assert_eq!(e.status().pce_resident, 1);
+    let id = e.submit(req.clone()).unwrap();
+    let out = e.await_job(id, None);
+    wait_until(60, "the SYNTH_END event", || {
+        !notes.lock().unwrap().is_empty()
+    });
+    let note = notes.lock().unwrap()[0].clone();
+    (out, note, e.status())
+}
+
+#[test]
+fn partitions_go_to_a_prover_that_computes_the_product_as_witnesses() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(1200, "witnesses to the prover", move || {
+        let gpu = WitnessTaker::new(None);
+        let (seen, asgs) = (gpu.seen.clone(), gpu.assignments.clone());
+        let (e, notes) = engine_with(&d, Box::new(gpu), Box::new(Stub::default()), false);
+        let (out, note, st) = one_job_after_preload(&e, &notes, &req);
+        out.unwrap();
+        assert_eq!(note, "pce;witness");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        let (n_aux, others, covered) = seen[0];
+        // 98-99.6% of the real circuit's aux values are 0 or 1.
+        assert!(covered && others > 0 && others < n_aux / 50, "{seen:?}");
+        assert_eq!(asgs.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!((st.cpu_retries, st.pce_fallbacks), (0, 0), "{st:?}");
+        e.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn a_witness_the_gpu_failed_on_is_proved_on_the_cpu_and_verifies() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(1200, "a failed witness on the CPU", move || {
+        let gpu = WitnessTaker::new(Some(Status::Proving));
+        let seen = gpu.seen.clone();
+        let (e, notes) = engine_with(&d, Box::new(gpu), Box::new(CpuProver), true);
+        let (out, note, st) = one_job_after_preload(&e, &notes, &req);
+        let out = out.unwrap();
+        assert_eq!(note, "pce;witness");
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        assert!(out.verified && out.partitions[0].cpu_retry, "{out:?}");
+        assert_eq!((st.cpu_retries, st.pce_fallbacks), (1, 0), "{st:?}");
+        e.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn a_row_the_gpu_found_unsatisfied_gives_the_recording_up_on_the_cpu() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let path = wrong_recording(&d);
+    within(1200, "a bad row from the GPU", move || {
+        // What cuzk's GPU prover answers where the product finds a row that does not hold.
+        let gpu = WitnessTaker::new(Some(Status::Internal));
+        let (e, notes) = engine_with(&d, Box::new(gpu), Box::new(CpuProver), true);
+        let (out, note, st) = one_job_after_preload(&e, &notes, &req);
+        let out = out.unwrap();
+        assert_eq!(note, "pce;witness");
+        assert!(out.verified && out.partitions[0].cpu_retry, "{out:?}");
+        assert_eq!((st.pce_distrusted, st.pce_fallbacks), (1, 1), "{st:?}");
+        assert!(!path.exists(), "the wrong recording's file is still there");
+        // Not a device fault: the GPU stays in service.
+        assert!(st.devices.iter().all(|d| d.enabled), "{st:?}");
+        e.shutdown().unwrap();
+    });
+}
+
+/// A recording of the real 2KiB circuit with one coefficient of C changed, on a term whose
+/// value in partition 0's witness is not zero (so its row no longer holds), saved in `dir` as a
+/// consistent file; returns the file's path.
+fn wrong_recording(dir: &std::path::Path) -> std::path::PathBuf {
+    let (job, _) = prepared(FixtureShape::default());
+    let mut rec = job.circuits.record(None).unwrap();
+    let w = job.circuits.synthesize_witness(0, None, None).unwrap();
+    let t = rec
+        .c
+        .cols
+        .iter()
+        .position(|&col| col & pce::INPUT_BIT == 0 && w.aux[col as usize] != Fr::from(0u64))
+        .unwrap();
+    rec.c.coeffs[t] = if rec.c.coeffs[t] == 0 { 1 } else { 0 };
+    let path = file::path(dir, &rec.id);
+    file::save(&rec, &path).unwrap();
+    path
 }

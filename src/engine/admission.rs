@@ -6,8 +6,13 @@
 //!   being synthesized, waiting for a prover or being proved);
 //! - less the bytes that requests already waiting for memory have asked for, and those that
 //!   partitions queued ahead of the new job (same or higher priority) will reserve;
-//! - less the parameters the new job (or a queued one) would still load into host memory;
+//! - less the parameters the new job (or a queued one) would still load and keep in host
+//!   memory (the CPU prover's copy, supraseal's pinned one);
 //! - divided by the bytes one partition of the proof type reserves.
+//!
+//! A GPU prover that reads the parameters only to copy them to the device (cuzk's own) needs
+//! that room for a moment, before the job's partitions reserve theirs: no partition fits
+//! while the room left is less than the file, and none is taken off beside the partitions.
 //!
 //! A job starts when its first partition has its memory, so one partition's room admits it;
 //! `jobs_fit` counts the jobs whose every partition could hold its memory at once.
@@ -20,6 +25,13 @@ use crate::{
     params::Srs,
     porep::{self, FixtureShape},
 };
+
+/// Host bytes a job's parameters still need (see `Engine::params_to_load`).
+#[derive(Clone, Copy, Default)]
+struct ParamsLoad {
+    kept: u64,
+    passing: u64,
+}
 
 /// Why a job would not start now.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -50,7 +62,7 @@ pub struct Admission {
     /// Bytes one partition reserves.
     pub partition_bytes: u64,
     /// Parameter bytes still to be loaded into host memory before the new job's partitions
-    /// can be proved (0 when they are resident).
+    /// can be proved (0 when they are resident, or already on the GPUs).
     pub params_bytes: u64,
     /// Bytes queued partitions ahead of the new job will reserve (with parameters they load).
     pub queued_bytes: u64,
@@ -97,17 +109,22 @@ impl Engine {
                 // Those jobs fail at their first partition and reserve nothing.
                 continue;
             };
-            queued_bytes += n * s.size.working_bytes() + self.params_to_load(&s);
+            queued_bytes += n * s.size.working_bytes() + self.params_to_load(&s).kept;
             loads_ours |= *other == id;
         }
-        let params_bytes = if loads_ours {
-            0
+        let load = if loads_ours {
+            ParamsLoad::default()
         } else {
             self.params_to_load(&srs)
         };
+        let params_bytes = load.kept + load.passing;
         let free_bytes = i.budget.total().saturating_sub(i.budget.used());
-        let room = free_bytes.saturating_sub(queued_bytes + params_bytes);
-        let partitions_fit = room / partition_bytes.max(1);
+        let room = free_bytes.saturating_sub(queued_bytes);
+        let partitions_fit = if room < params_bytes {
+            0
+        } else {
+            (room - load.kept) / partition_bytes.max(1)
+        };
         let (in_flight, _) = i.jobs.counts();
         let job_slots = (i.cfg.max_jobs as u64).saturating_sub(in_flight as u64);
         let partitions_per_job = shape.partitions as u64;
@@ -134,17 +151,31 @@ impl Engine {
     }
 
     /// Host bytes still to be reserved for `srs` before its partitions can be proved: the
-    /// host copy the CPU prover keeps, or the transient copy a GPU prover reads its device
-    /// copy from (taken as the file's size, an upper bound).
-    fn params_to_load(&self, srs: &Srs) -> u64 {
+    /// copy the CPU prover or a GPU prover keeps (`kept`), or the one a GPU prover reads its
+    /// device copy from and then lets go (`passing`); each taken as the file's size, an upper
+    /// bound.
+    fn params_to_load(&self, srs: &Srs) -> ParamsLoad {
         let i = &self.inner;
         let cpu_needs_host = i.backends.iter().any(|b| b.host_params()) && !srs.host_resident();
-        let gpu_unprepared = i.backends.iter().any(|b| b.is_gpu())
-            && !i.prepared.lock().contains(&srs.generation);
-        if cpu_needs_host || gpu_unprepared {
-            srs.file_len
+        let unprepared = !i.prepared.lock().contains(&srs.generation);
+        let gpu = |keeps: bool| {
+            unprepared
+                && i.backends
+                    .iter()
+                    .any(|b| b.is_gpu() && b.keeps_host_copy() == keeps)
+        };
+        if cpu_needs_host || gpu(true) {
+            ParamsLoad {
+                kept: srs.file_len,
+                passing: 0,
+            }
+        } else if gpu(false) {
+            ParamsLoad {
+                kept: 0,
+                passing: srs.file_len,
+            }
         } else {
-            0
+            ParamsLoad::default()
         }
     }
 

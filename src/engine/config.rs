@@ -237,7 +237,10 @@ impl Config {
         if self.gpu_prover.is_none() {
             self.gpu_prover = Some(env_choice(
                 "CUZK_GPU_PROVER",
-                &[("cuzk", GpuProver::Cuzk), ("supraseal", GpuProver::Supraseal)],
+                &[
+                    ("cuzk", GpuProver::Cuzk),
+                    ("supraseal", GpuProver::Supraseal),
+                ],
             ));
         }
         if self.pce_dir.as_os_str().is_empty() {

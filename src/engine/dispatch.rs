@@ -19,22 +19,32 @@ use rand::rngs::OsRng;
 use super::{
     health,
     jobs::{finish, ms, Job, JobOutput, PartitionReport},
-    Inner,
+    synth, Inner,
 };
 use crate::{
     budget::Reservation,
     error::{catch, Error, Result, Status},
     params::Srs,
-    prover::{ProvingAssignment, StageTimes},
+    pce,
+    prover::{ProverBackend, ProvingAssignment, StageTimes},
     timeline::EventKind,
 };
+
+/// What synthesis hands a prover for one partition.
+pub(super) enum Work {
+    /// a, b, c and the assignment, computed on the host.
+    Assignment(ProvingAssignment),
+    /// The witness under the circuit's recording, for provers that compute a, b and c
+    /// themselves (`ProverBackend::proves_witness`).
+    Witness(Arc<pce::Held>, pce::Witness),
+}
 
 /// A synthesized partition waiting for a prover; holds its reserved memory.
 pub(super) struct ProveItem {
     pub(super) job: Arc<Job>,
     pub(super) partition: usize,
     pub(super) srs: Arc<Srs>,
-    pub(super) assignment: ProvingAssignment,
+    pub(super) work: Work,
     pub(super) reservation: Reservation,
     pub(super) synth_end: Instant,
 }
@@ -93,18 +103,18 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
     let srs = items[0].srs.clone();
     let rs: Vec<Fr> = (0..n).map(|_| Fr::random(OsRng)).collect();
     let ss: Vec<Fr> = (0..n).map(|_| Fr::random(OsRng)).collect();
-    let mut asgs: Vec<Option<ProvingAssignment>> = Vec::with_capacity(n);
+    let mut works: Vec<Option<Work>> = Vec::with_capacity(n);
     let mut metas = Vec::with_capacity(n);
     for it in items {
         let ProveItem {
             job,
             partition,
             srs: _,
-            assignment,
+            work,
             reservation,
             synth_end,
         } = it;
-        asgs.push(Some(assignment));
+        works.push(Some(work));
         metas.push((job, partition, reservation, synth_end));
     }
     let use_gpu = backend.max_batch() > 0 || !backend.is_gpu();
@@ -125,7 +135,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
     let mut times = vec![StageTimes::default(); n];
     let results: Vec<(usize, Result<Proof<Bls12>>)> = if use_gpu {
         catch("the prover", Status::Panic, || {
-            Ok(backend.prove_batch(&mut asgs, &srs, &rs, &ss, &mut times))
+            Ok(prove_works(backend, &mut works, &srs, &rs, &ss, &mut times))
         })
         .unwrap_or_else(|e| {
             (0..n)
@@ -179,9 +189,9 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
                 drop(reservation);
                 complete(inner, &job, k, &srs, proof, report);
             }
-            // A GPU error must not fail the job: GPU backends leave the assignment in place,
-            // and the CPU retry worker proves it again while this worker goes on.
-            Err(e) if backend.is_gpu() && asgs[i].is_some() => {
+            // A GPU error must not fail the job: GPU backends leave the work in place, and
+            // the CPU retry worker proves it again while this worker goes on.
+            Err(e) if backend.is_gpu() && works[i].is_some() => {
                 log::warn!(
                     "{}: partition {k} of job {} failed ({}): proving it on the CPU",
                     inner.devices.lock()[slot].name,
@@ -206,7 +216,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
                         job: job.clone(),
                         partition: k,
                         srs: srs.clone(),
-                        assignment: asgs[i].take().expect("checked above"),
+                        work: works[i].take().expect("checked above"),
                         reservation,
                         synth_end,
                     },
@@ -236,6 +246,98 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
             }
         }
     }
+}
+
+/// Proves a batch on `backend`: witnesses under one recording through the backend's own
+/// product where it has one, the rest as assignments (a witness under another recording, one
+/// replaced meanwhile, is turned into an assignment here). Result `i` is for `works[i]`; the
+/// work stays in place where the backend only read it.
+fn prove_works(
+    backend: &dyn ProverBackend,
+    works: &mut [Option<Work>],
+    srs: &Srs,
+    rs: &[Fr],
+    ss: &[Fr],
+    times: &mut [StageTimes],
+) -> Vec<(usize, Result<Proof<Bls12>>)> {
+    let n = works.len();
+    let held = works.iter().find_map(|w| match w {
+        Some(Work::Witness(h, _)) if backend.proves_witness() => Some(h.clone()),
+        _ => None,
+    });
+    let by_witness = |w: &Option<Work>| match (w, &held) {
+        (Some(Work::Witness(h, _)), Some(x)) => Arc::ptr_eq(h, x),
+        _ => false,
+    };
+    let (wit, rest): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| by_witness(&works[i]));
+    let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> = (0..n).map(|_| None).collect();
+    let pick = |idx: &[usize], v: &[Fr]| idx.iter().map(|&i| v[i]).collect::<Vec<Fr>>();
+
+    if let Some(held) = &held {
+        let r1cs = held.rec.r1cs();
+        let ws: Vec<_> = wit
+            .iter()
+            .map(|&i| match &works[i] {
+                Some(Work::Witness(_, w)) => w.classed(),
+                _ => unreachable!("partitioned by witness"),
+            })
+            .collect();
+        let mut t = vec![StageTimes::default(); wit.len()];
+        let out = backend
+            .prove_witness_batch(&r1cs, &ws, srs, &pick(&wit, rs), &pick(&wit, ss), &mut t)
+            .unwrap_or_else(|| {
+                let e = Error::new(Status::Unsupported, "the prover takes no witnesses");
+                wit.iter().map(|_| (0, Err(e.clone()))).collect()
+            });
+        for ((&i, r), t) in wit.iter().zip(out).zip(t) {
+            results[i] = Some(r);
+            times[i] = t;
+        }
+    }
+
+    let mut asgs: Vec<Option<ProvingAssignment>> = Vec::with_capacity(rest.len());
+    let mut kept: Vec<(usize, Option<Work>)> = Vec::new();
+    for &i in &rest {
+        match works[i].take() {
+            Some(Work::Assignment(a)) => asgs.push(Some(a)),
+            Some(Work::Witness(h, w)) => match pce::assignment(&h.rec, w.clone(), Some(srs.size)) {
+                Ok(a) => {
+                    kept.push((i, Some(Work::Witness(h, w))));
+                    asgs.push(Some(a));
+                }
+                Err(e) => {
+                    // The retry worker gives the recording up and synthesizes in full.
+                    works[i] = Some(Work::Witness(h, w));
+                    asgs.push(None);
+                    results[i] = Some((0, Err(Error::internal(format!("the recording: {e}")))));
+                }
+            },
+            None => asgs.push(None),
+        }
+    }
+    let todo: Vec<usize> = (0..rest.len()).filter(|&j| asgs[j].is_some()).collect();
+    if !todo.is_empty() {
+        let mut sub: Vec<Option<ProvingAssignment>> =
+            todo.iter().map(|&j| asgs[j].take()).collect();
+        let idx: Vec<usize> = todo.iter().map(|&j| rest[j]).collect();
+        let mut t = vec![StageTimes::default(); idx.len()];
+        let out = backend.prove_batch(&mut sub, srs, &pick(&idx, rs), &pick(&idx, ss), &mut t);
+        for (((&i, r), t), a) in idx.iter().zip(out).zip(t).zip(sub) {
+            results[i] = Some(r);
+            times[i] = t;
+            works[i] = a.map(Work::Assignment);
+        }
+    }
+    // A witness turned into an assignment here goes back as the witness (the smaller).
+    for (i, w) in kept {
+        if works[i].is_some() {
+            works[i] = w;
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| (0, Err(Error::internal("no work to prove")))))
+        .collect()
 }
 
 /// A partition event on a prover slot.
@@ -278,7 +380,7 @@ fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
                 job,
                 partition: k,
                 srs,
-                assignment,
+                work,
                 reservation,
                 synth_end,
             },
@@ -302,6 +404,17 @@ fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
             ),
         )
     })?;
+    if job.stopped() {
+        return Ok(());
+    }
+    let assignment = match work {
+        Work::Assignment(a) => a,
+        // The CPU prover takes the assignment: computed here from the witness.
+        Work::Witness(held, w) => {
+            let circuits = job.circuits()?;
+            synth::host_assignment(inner, &circuits, &srs, &job, k, held, w)?.0
+        }
+    };
     if job.stopped() {
         return Ok(());
     }

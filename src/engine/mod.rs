@@ -46,8 +46,9 @@ pub use self::{
     admission::{seal_proof_from_abi, Admission, AdmissionReason},
     backends::select_backends,
     config::{
-        default_params_dir, Config, GpuProver, SynthesisMode, CANCELLED_RETENTION, DEFAULT_DEVICE_COOLDOWN,
-        DEFAULT_GPU_BATCH, DEFAULT_JOB_RETENTION, DEFAULT_MAX_C1_BYTES, DEFAULT_MAX_JOBS,
+        default_params_dir, Config, GpuProver, SynthesisMode, CANCELLED_RETENTION,
+        DEFAULT_DEVICE_COOLDOWN, DEFAULT_GPU_BATCH, DEFAULT_JOB_RETENTION, DEFAULT_MAX_C1_BYTES,
+        DEFAULT_MAX_JOBS,
     },
     global::{global, global_or_default, shutdown_global, start_global},
     health::{DeviceStatus, OutOfService, DEVICE_FAILURE_LIMIT},

@@ -9,7 +9,7 @@ use std::{
 
 use super::SynthesisMode;
 use super::{
-    dispatch::ProveItem,
+    dispatch::{ProveItem, Work},
     jobs::{finish, ms, Job},
     queue::Key,
     Inner,
@@ -46,19 +46,21 @@ pub(super) fn load_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, sr
 }
 
 /// Synthesizes partition `k`: through the circuit's recording where it is ready (starting one
-/// where it is not), else in full. A recording that gives a wrong assignment is given up and
-/// the partition synthesized in full. Returns the assignment and the path's name.
+/// where it is not), else in full. Where every prover computes a, b and c itself, the witness
+/// goes to them as it is; else the assignment is computed here. A recording that gives a wrong
+/// assignment is given up and the partition synthesized in full. Returns the work for the
+/// prover and the path's name.
 fn synthesize_partition(
     inner: &Inner,
     circuits: &Arc<dyn SealCircuits>,
     srs: &Srs,
     job: &Job,
     k: usize,
-) -> Result<(ProvingAssignment, &'static str)> {
+) -> Result<(Work, &'static str)> {
     let full = || {
         circuits
             .synthesize(k, Some(srs.size), Some(job.stop.clone()))
-            .map(|a| (a, "full"))
+            .map(|a| (Work::Assignment(a), "full"))
     };
     if inner.cfg.synthesis_mode() != SynthesisMode::Pce {
         return full();
@@ -75,15 +77,37 @@ fn synthesize_partition(
         return full();
     };
     let w = circuits.synthesize_witness(k, Some(held.rec.aux), Some(job.stop.clone()))?;
+    if inner.backends.iter().all(|b| b.proves_witness()) {
+        return Ok((Work::Witness(held, w), "pce;witness"));
+    }
+    host_assignment(inner, circuits, srs, job, k, held, w)
+        .map(|(a, path)| (Work::Assignment(a), path))
+}
+
+/// The assignment of partition `k` from its witness under the recording `held`, computed on
+/// this thread; a recording that gives a wrong one is given up (its file removed) and the
+/// partition synthesized in full.
+pub(super) fn host_assignment(
+    inner: &Inner,
+    circuits: &Arc<dyn SealCircuits>,
+    srs: &Srs,
+    job: &Job,
+    k: usize,
+    held: Arc<pce::Held>,
+    w: pce::Witness,
+) -> Result<(ProvingAssignment, &'static str)> {
     match pce::assignment(&held.rec, w, Some(srs.size)) {
         Ok(a) => Ok((a, "pce")),
         Err(e) => {
             drop(held);
-            inner
-                .pce
-                .distrust(id, &format!("partition {k} of job {}: {e}", job.id));
+            inner.pce.distrust(
+                circuits.params_id(),
+                &format!("partition {k} of job {}: {e}", job.id),
+            );
             inner.counters.pce_fallbacks.fetch_add(1, Ordering::Relaxed);
-            full().map(|(a, _)| (a, "full;pce-rejected"))
+            circuits
+                .synthesize(k, Some(srs.size), Some(job.stop.clone()))
+                .map(|a| (a, "full;pce-rejected"))
         }
     }
 }
@@ -173,7 +197,7 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
     let synthesized = synthesize_partition(inner, &circuits, &srs, job, k);
     drop(circuits);
     inner.counters.synthesizing.fetch_sub(1, Ordering::Relaxed);
-    let (assignment, path) = match synthesized {
+    let (work, path) = match synthesized {
         Ok(a) => a,
         // Abandoned: the job ended while this partition was being synthesized.
         Err(_) if job.stopped() => {
@@ -216,7 +240,7 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
         job: job.clone(),
         partition: k,
         srs,
-        assignment,
+        work,
         reservation,
         synth_end,
     };

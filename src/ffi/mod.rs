@@ -746,7 +746,8 @@ pub struct cuzk_log_record {
 /// time and in order; never by the thread that logged, never with an engine lock held. It may
 /// call any cuzk function, `cuzk_log_set_callback` included. Records beyond 100,000 waiting are
 /// dropped (counted in the metrics' `cuzk_log_records_dropped_total`). It must not throw (C++).
-pub type cuzk_log_cb = Option<unsafe extern "C" fn(userdata: *mut c_void, rec: *const cuzk_log_record)>;
+pub type cuzk_log_cb =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, rec: *const cuzk_log_record)>;
 
 /// Sends the library's log records (its own and those of the proving crates inside it) to `cb`
 /// instead of stderr; `cb` NULL goes back to stderr. `RUST_LOG` filters them as always; where it

@@ -94,7 +94,13 @@ impl CuzkGpuProver {
         let name: &'static str = Box::leak(
             match gpus.len() {
                 1 => gpus[0].name.clone(),
-                _ => format!("cuda:{}", gpus.iter().map(|g| g.ordinal.to_string()).collect::<Vec<_>>().join(",")),
+                _ => format!(
+                    "cuda:{}",
+                    gpus.iter()
+                        .map(|g| g.ordinal.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
             }
             .into_boxed_str(),
         );
@@ -199,12 +205,7 @@ impl CuzkGpuProver {
     }
 
     /// Copies one partition into a stage of GPU `g` (a free one, or a new one).
-    fn upload(
-        &self,
-        g: usize,
-        asg: &ProvingAssignment,
-        srs: &Srs,
-    ) -> Result<(Arc<Loaded>, Stage)> {
+    fn upload(&self, g: usize, asg: &ProvingAssignment, srs: &Srs) -> Result<(Arc<Loaded>, Stage)> {
         let gpu = &self.gpus[g];
         let loaded = self.loaded(g, srs)?;
         check_size(asg, &srs.size)?;
@@ -222,13 +223,22 @@ impl CuzkGpuProver {
             b_input_density: asg.b_input_density.bv.as_raw_slice(),
             b_aux_density: asg.b_aux_density.bv.as_raw_slice(),
         };
-        crate::error::catch("cuzk GPU upload", Status::Proving, || Ok(stage.upload(&input)))?
-            .map_err(|e| Error::proving(format!("{}: upload failed: {e}", gpu.name)))?;
+        crate::error::catch("cuzk GPU upload", Status::Proving, || {
+            Ok(stage.upload(&input))
+        })?
+        .map_err(|e| Error::proving(format!("{}: upload failed: {e}", gpu.name)))?;
         Ok((loaded, stage))
     }
 
     /// A stage of GPU `g` for partitions of `srs` with these sizes (a free one, or a new one).
-    fn take_stage(&self, g: usize, loaded: &Loaded, srs: &Srs, n_inp: usize, n_aux: usize) -> Result<Stage> {
+    fn take_stage(
+        &self,
+        g: usize,
+        loaded: &Loaded,
+        srs: &Srs,
+        n_inp: usize,
+        n_aux: usize,
+    ) -> Result<Stage> {
         let gpu = &self.gpus[g];
         let lg = srs.size.domain().trailing_zeros();
         let free = {
@@ -250,7 +260,12 @@ impl CuzkGpuProver {
     }
 
     /// The recording `r1cs` on GPU `g`, copied there on first use.
-    fn recording(&self, g: usize, loaded: &Loaded, r1cs: &SparseR1cs) -> Result<Arc<DeviceRecording>> {
+    fn recording(
+        &self,
+        g: usize,
+        loaded: &Loaded,
+        r1cs: &SparseR1cs,
+    ) -> Result<Arc<DeviceRecording>> {
         let gpu = &self.gpus[g];
         let terms = r1cs.matrices.iter().map(|m| m.1.len()).sum();
         let key = (r1cs.id.to_string(), r1cs.constraints, terms);
@@ -271,7 +286,10 @@ impl CuzkGpuProver {
                 .map_err(|e| {
                     Error::new(
                         Status::ResourceExhausted,
-                        format!("{}: cannot hold the recording of {}: {e}", gpu.name, r1cs.id),
+                        format!(
+                            "{}: cannot hold the recording of {}: {e}",
+                            gpu.name, r1cs.id
+                        ),
                     )
                 })?
         };
@@ -312,7 +330,9 @@ impl CuzkGpuProver {
         let t = Instant::now();
         let res: std::result::Result<MsmResults, String> = {
             let _busy = gpu.busy.lock();
-            crate::error::catch("cuzk GPU prover", Status::Proving, || Ok(loaded.dev.prove(stage)))?
+            crate::error::catch("cuzk GPU prover", Status::Proving, || {
+                Ok(loaded.dev.prove(stage))
+            })?
         };
         times.gpu_ms = t.elapsed().as_secs_f64() * 1e3;
         let m = res.map_err(|e| Error::proving(format!("{}: GPU prover failed: {e}", gpu.name)))?;
@@ -347,21 +367,18 @@ impl CuzkGpuProver {
         proof
     }
 
-    /// Proves one partition on GPU `g` from its compact witness: a, b and c are computed there
-    /// from the circuit's recording (resident beside the parameters) and checked row by row.
-    #[allow(clippy::too_many_arguments)]
-    fn prove_compact(
+    /// Copies one partition's compact witness into a stage of GPU `g`, where a, b and c are
+    /// computed from the circuit's recording (resident beside the parameters) and checked row
+    /// by row. A row that does not hold is an INTERNAL error (the recording does not fit the
+    /// witness), not a device fault.
+    fn upload_compact(
         &self,
         g: usize,
         r1cs: &SparseR1cs,
         w: &ClassedWitness,
         srs: &Srs,
-        r: Fr,
-        s: Fr,
-        times: &mut StageTimes,
-    ) -> Result<Proof<Bls12>> {
+    ) -> Result<(Arc<Loaded>, Stage)> {
         let gpu = &self.gpus[g];
-        let loaded = self.loaded(g, srs)?;
         let size = &srs.size;
         if (w.inputs.len(), w.n_aux) != (size.inputs, size.aux)
             || (r1cs.inputs, r1cs.aux) != (size.inputs, size.aux)
@@ -378,6 +395,7 @@ impl CuzkGpuProver {
                 size.domain()
             )));
         }
+        let loaded = self.loaded(g, srs)?;
         let rec = self.recording(g, &loaded, r1cs)?;
         let mut stage = self.take_stage(g, &loaded, srs, w.inputs.len(), w.n_aux)?;
         let input = CompactInput {
@@ -393,41 +411,47 @@ impl CuzkGpuProver {
         };
         let up = crate::error::catch("cuzk GPU upload", Status::Proving, || {
             Ok(stage.upload_witness(&rec, &input))
-        })?
-        .map_err(|e| Error::proving(format!("{}: witness upload failed: {e}", gpu.name)))?;
-        let res = match up {
-            Some(row) => Err(Error::proving(format!(
-                "{}: constraint {row} of {} is not satisfied by the GPU's product: the recording \
-                 does not fit this witness",
-                gpu.name, r1cs.constraints
-            ))),
-            None => self.compute(g, &loaded, &mut stage, srs, r, s, times),
-        };
-        self.put_back(g, loaded.generation, stage);
-        res
+        })
+        .and_then(|r| {
+            r.map_err(|e| Error::proving(format!("{}: witness upload failed: {e}", gpu.name)))
+        });
+        match up {
+            Ok(None) => Ok((loaded, stage)),
+            Ok(Some(row)) => {
+                self.put_back(g, loaded.generation, stage);
+                Err(Error::internal(format!(
+                    "{}: constraint {row} of {} is not satisfied by the GPU's product: the \
+                     recording does not fit this witness",
+                    gpu.name, r1cs.constraints
+                )))
+            }
+            Err(e) => {
+                self.put_back(g, loaded.generation, stage);
+                Err(e)
+            }
+        }
     }
 
-    /// Proves `items` (indices into `asgs`) on GPU `g` in turn, each partition's upload
-    /// overlapping the previous one's kernels.
-    #[allow(clippy::too_many_arguments)]
-    fn prove_on_gpu(
+    /// Proves `items` on GPU `g` in turn, each partition's upload (`upload(i)`, on a thread of
+    /// its own) overlapping the previous one's kernels.
+    fn pipeline<U>(
         &self,
         g: usize,
         items: Vec<usize>,
-        asgs: &[Option<ProvingAssignment>],
+        upload: U,
         srs: &Srs,
         rs: &[Fr],
         ss: &[Fr],
-    ) -> Vec<(usize, Result<Proof<Bls12>>, StageTimes)> {
+    ) -> Vec<(usize, Result<Proof<Bls12>>, StageTimes)>
+    where
+        U: Fn(usize) -> Result<(Arc<Loaded>, Stage)> + Sync,
+    {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<(Arc<Loaded>, Stage)>)>(0);
+        let upload = &upload;
         std::thread::scope(|sc| {
             sc.spawn(move || {
                 for i in items {
-                    let up = match &asgs[i] {
-                        None => Err(Error::internal("no assignment to prove")),
-                        Some(a) => self.upload(g, a, srs),
-                    };
-                    if tx.send((i, up)).is_err() {
+                    if tx.send((i, upload(i))).is_err() {
                         break;
                     }
                 }
@@ -445,6 +469,66 @@ impl CuzkGpuProver {
             out
         })
     }
+
+    /// Splits a batch of `n` partitions over the GPUs in service and runs `on_gpu(g, items)`
+    /// for each GPU on a thread of its own; result `i` is for item `i`.
+    fn split<F>(
+        &self,
+        n: usize,
+        times: &mut [StageTimes],
+        on_gpu: F,
+    ) -> Vec<(usize, Result<Proof<Bls12>>)>
+    where
+        F: Fn(usize, Vec<usize>) -> Vec<(usize, Result<Proof<Bls12>>, StageTimes)> + Sync,
+    {
+        let place: Vec<usize> = (0..n).map(|i| self.device_for(i, n)).collect();
+        let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> =
+            (0..n).map(|_| None).collect();
+        if self.usable().is_empty() {
+            for (i, r) in results.iter_mut().enumerate() {
+                *r = Some((
+                    place[i],
+                    Err(Error::proving(format!(
+                        "{}: every GPU is out of service",
+                        self.name
+                    ))),
+                ));
+            }
+        } else {
+            let mut by_gpu: HashMap<usize, Vec<usize>> = HashMap::new();
+            for (i, &g) in place.iter().enumerate() {
+                by_gpu.entry(g).or_default().push(i);
+            }
+            let on_gpu = &on_gpu;
+            let out: Vec<(usize, Result<Proof<Bls12>>, StageTimes)> = std::thread::scope(|sc| {
+                let handles: Vec<_> = by_gpu
+                    .into_iter()
+                    .map(|(g, items)| sc.spawn(move || on_gpu(g, items)))
+                    .collect();
+                // A worker that panicked leaves its items without a result (PANIC below).
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_default())
+                    .collect()
+            });
+            for (i, r, t) in out {
+                times[i] = t;
+                results[i] = Some((place[i], r));
+            }
+        }
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.unwrap_or_else(|| {
+                    (
+                        place[i],
+                        Err(Error::new(Status::Panic, "the GPU worker thread panicked")),
+                    )
+                })
+            })
+            .collect()
+    }
 }
 
 impl ProverBackend for CuzkGpuProver {
@@ -454,6 +538,11 @@ impl ProverBackend for CuzkGpuProver {
 
     fn is_gpu(&self) -> bool {
         true
+    }
+
+    /// The parameters are read into host memory only while they are copied to the GPUs.
+    fn keeps_host_copy(&self) -> bool {
+        false
     }
 
     fn devices(&self) -> Vec<String> {
@@ -506,17 +595,29 @@ impl ProverBackend for CuzkGpuProver {
         }
     }
 
-    fn prove_witness(
+    fn proves_witness(&self) -> bool {
+        true
+    }
+
+    fn prove_witness_batch(
         &self,
         r1cs: &SparseR1cs,
-        w: &ClassedWitness,
+        ws: &[ClassedWitness],
         srs: &Srs,
-        r: Fr,
-        s: Fr,
-        times: &mut StageTimes,
-    ) -> Option<Result<Proof<Bls12>>> {
-        let g = *self.usable().first()?;
-        Some(self.prove_compact(g, r1cs, w, srs, r, s, times))
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+    ) -> Option<Vec<(usize, Result<Proof<Bls12>>)>> {
+        Some(self.split(ws.len(), times, |g, items| {
+            self.pipeline(
+                g,
+                items,
+                |i| self.upload_compact(g, r1cs, &ws[i], srs),
+                srs,
+                rs,
+                ss,
+            )
+        }))
     }
 
     fn prove(
@@ -538,52 +639,15 @@ impl ProverBackend for CuzkGpuProver {
         ss: &[Fr],
         times: &mut [StageTimes],
     ) -> Vec<(usize, Result<Proof<Bls12>>)> {
-        let n = asgs.len();
-        let place: Vec<usize> = (0..n).map(|i| self.device_for(i, n)).collect();
-        let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> =
-            (0..n).map(|_| None).collect();
-        if self.usable().is_empty() {
-            for (i, r) in results.iter_mut().enumerate() {
-                *r = Some((
-                    place[i],
-                    Err(Error::proving(format!("{}: every GPU is out of service", self.name))),
-                ));
-            }
-        } else {
-            // Assignments are only read: after an error the engine proves them elsewhere.
-            let mut by_gpu: HashMap<usize, Vec<usize>> = HashMap::new();
-            for (i, &g) in place.iter().enumerate() {
-                by_gpu.entry(g).or_default().push(i);
-            }
-            let asgs: &[Option<ProvingAssignment>] = asgs;
-            let out: Vec<(usize, Result<Proof<Bls12>>, StageTimes)> = std::thread::scope(|sc| {
-                let handles: Vec<_> = by_gpu
-                    .into_iter()
-                    .map(|(g, items)| sc.spawn(move || self.prove_on_gpu(g, items, asgs, srs, rs, ss)))
-                    .collect();
-                // A worker that panicked leaves its items without a result (PANIC below).
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_default())
-                    .collect()
-            });
-            for (i, r, t) in out {
-                times[i] = t;
-                results[i] = Some((place[i], r));
-            }
-        }
-        results
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                r.unwrap_or_else(|| {
-                    (
-                        place[i],
-                        Err(Error::new(Status::Panic, "the GPU worker thread panicked")),
-                    )
-                })
-            })
-            .collect()
+        // Assignments are only read: after an error the engine proves them elsewhere.
+        let asgs: &[Option<ProvingAssignment>] = asgs;
+        self.split(asgs.len(), times, |g, items| {
+            let upload = |i: usize| match &asgs[i] {
+                None => Err(Error::internal("no assignment to prove")),
+                Some(a) => self.upload(g, a, srs),
+            };
+            self.pipeline(g, items, upload, srs, rs, ss)
+        })
     }
 }
 

@@ -77,6 +77,15 @@ pub trait ProverBackend: Send + Sync {
         !self.is_gpu()
     }
 
+    /// For a GPU backend: whether `prepare` keeps a copy of the parameters in host memory,
+    /// charged to the budget while they are loaded (supraseal's pinned copy), rather than
+    /// reading them into host memory only for a moment to copy them to the device (cuzk's own
+    /// prover). Admission counts a kept copy beside the partitions, a passing one only as room
+    /// needed while it is read.
+    fn keeps_host_copy(&self) -> bool {
+        true
+    }
+
     /// Makes the parameters ready for proving (loads them where this backend needs them).
     /// Called when a job's parameters are first used and by `Engine::preload`.
     fn prepare(&self, srs: &Srs) -> Result<()>;
@@ -130,19 +139,44 @@ pub trait ProverBackend: Send + Sync {
             .collect()
     }
 
-    /// Proves a partition from its witness and the circuit's sparse R1CS, computing a, b and c
-    /// itself (cuzk's GPU prover does it on the GPU, from the compact witness). None where the
-    /// backend cannot: the caller then computes the assignment on the host.
-    fn prove_witness(
+    /// Whether `prove_witness_batch` proves (a, b and c computed by the backend): the engine
+    /// then hands it witnesses, not host-computed assignments.
+    fn proves_witness(&self) -> bool {
+        false
+    }
+
+    /// Proves partitions from their witnesses `ws` under the circuit's sparse R1CS, computing
+    /// a, b and c itself (cuzk's GPU prover does it on the GPU, from the compact witness);
+    /// result `i` is for `ws[i]`, with the index (into `devices()`) of the device that ran it.
+    /// A row the witness does not satisfy is an INTERNAL error. None where the backend cannot:
+    /// the caller then computes the assignments on the host.
+    fn prove_witness_batch(
         &self,
         _r1cs: &SparseR1cs,
-        _w: &ClassedWitness,
+        _ws: &[ClassedWitness],
         _srs: &Srs,
-        _r: Fr,
-        _s: Fr,
-        _times: &mut StageTimes,
-    ) -> Option<Result<Proof<Bls12>>> {
+        _rs: &[Fr],
+        _ss: &[Fr],
+        _times: &mut [StageTimes],
+    ) -> Option<Vec<(usize, Result<Proof<Bls12>>)>> {
         None
+    }
+
+    /// One partition through `prove_witness_batch`.
+    fn prove_witness(
+        &self,
+        r1cs: &SparseR1cs,
+        w: &ClassedWitness,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> Option<Result<Proof<Bls12>>> {
+        let mut t = [StageTimes::default()];
+        let out =
+            self.prove_witness_batch(r1cs, std::slice::from_ref(w), srs, &[r], &[s], &mut t)?;
+        *times = t[0];
+        out.into_iter().next().map(|(_, r)| r)
     }
 
     /// Proves one assignment with the randomness `r`, `s`. A backend that consumes the

@@ -239,7 +239,10 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
             if !verify_proof(&srs.pvk, &proof, &inputs[ks[0]]).unwrap_or(false) {
                 return Err(Error::new(
                     Status::VerifyFailed,
-                    format!("partition {} proved from its compact witness does not verify", ks[0]),
+                    format!(
+                        "partition {} proved from its compact witness does not verify",
+                        ks[0]
+                    ),
                 ));
             }
             if compact_first.is_none() {

@@ -18,9 +18,9 @@ use filecoin_proofs_api::{
 };
 use rand::{RngCore, SeedableRng};
 
+use super::progress::{human, Progress};
 use bellperson::groth16;
 use blstrs::Bls12;
-use super::progress::{human, Progress};
 use cuzk::{
     error::{Error, Result, Status},
     params::{params_path, vk_path},
@@ -369,7 +369,12 @@ impl bellperson::Circuit<blstrs::Scalar> for Chain {
         let mut x = cs.alloc(|| "x", || Ok(two))?;
         for i in 0..self.0 {
             let y = cs.alloc(|| format!("y{i}"), || Ok(two))?;
-            cs.enforce(|| format!("c{i}"), |lc| lc + x, |lc| lc + CS::one(), |lc| lc + y);
+            cs.enforce(
+                || format!("c{i}"),
+                |lc| lc + x,
+                |lc| lc + CS::one(),
+                |lc| lc + y,
+            );
             x = y;
         }
         Ok(())

@@ -64,7 +64,9 @@ impl Shared {
         if let Some((total, unit)) = &self.total {
             let pos = self.pos.load(Ordering::Relaxed).min(*total);
             let width = 30usize;
-            let filled = (pos as usize * width).checked_div(*total as usize).unwrap_or(width);
+            let filled = (pos as usize * width)
+                .checked_div(*total as usize)
+                .unwrap_or(width);
             let bar: String = (0..width)
                 .map(|i| match i.cmp(&filled) {
                     std::cmp::Ordering::Less => '=',
@@ -84,11 +86,7 @@ impl Shared {
             out += &format!(", {} elapsed", human(elapsed));
             match st.estimate {
                 Some(e) if elapsed < e => {
-                    out += &format!(
-                        " (estimate {}, ~{} left)",
-                        human(e),
-                        human(e - elapsed)
-                    )
+                    out += &format!(" (estimate {}, ~{} left)", human(e), human(e - elapsed))
                 }
                 Some(e) => out += &format!(" (estimate {} passed, still working)", human(e)),
                 None => {}

@@ -199,14 +199,24 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
         let proof = cuzk::error::catch("self-test", cuzk::Status::Proving, || {
             b.prove(&mut asg, &srs, r, s, &mut stages)
         })?;
-        results.push(check(label.clone(), t.elapsed().as_secs_f64() * 1e3, stages, proof)?);
+        results.push(check(
+            label.clone(),
+            t.elapsed().as_secs_f64() * 1e3,
+            stages,
+            proof,
+        )?);
         if let Some((rec, w)) = &compact {
             let mut stages = StageTimes::default();
             let t = Instant::now();
             if let Some(proof) = b.prove_witness(&rec.r1cs(), &w.classed(), &srs, r, s, &mut stages)
             {
                 let ms = t.elapsed().as_secs_f64() * 1e3;
-                results.push(check(format!("{label} (product on the GPU)"), ms, stages, proof?)?);
+                results.push(check(
+                    format!("{label} (product on the GPU)"),
+                    ms,
+                    stages,
+                    proof?,
+                )?);
             }
         }
     }

@@ -82,7 +82,11 @@ pub fn calls(args: CallsArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
             if r.compact { "  (compact witness)" } else { "" }
         );
     }
-    if rep.rows.iter().any(|r| r.stages_ms.iter().any(|&x| x > 0.0)) {
+    if rep
+        .rows
+        .iter()
+        .any(|r| r.stages_ms.iter().any(|&x| x > 0.0))
+    {
         println!("stages per partition (ms): upload, ntt, h, split, l, a, b_g1, b_g2");
         for r in &rep.rows {
             let st: Vec<String> = r.stages_ms.iter().map(|x| format!("{x:.1}")).collect();

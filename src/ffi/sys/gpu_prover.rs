@@ -401,9 +401,8 @@ impl DeviceSrs {
         let mut out = RawOutput::default();
         let mut err = [0 as c_char; 1024];
         // SAFETY: live handles (the stage exclusively borrowed), valid out buffers.
-        let rc = unsafe {
-            cuzk_gpu_prove(self.raw, stage.raw, &mut out, err.as_mut_ptr(), err.len())
-        };
+        let rc =
+            unsafe { cuzk_gpu_prove(self.raw, stage.raw, &mut out, err.as_mut_ptr(), err.len()) };
         if rc != 0 {
             return Err(message(&err));
         }
