@@ -21,6 +21,8 @@
 #   scripts/device-plan.sh h200-own-scaled # the scaled fixture with both GPU provers, and its stream
 #   scripts/device-plan.sh h200-go  # issue 14: the Go package's tests with the cuda library on
 #                                   # the GPU (carry .dev/cuzk and .dev/go: `make dev-go`)
+#   scripts/device-plan.sh h200-witness # issue 13: the engine sends pce partitions to the GPU as
+#                                   # witnesses; streams against the product on the host
 #   scripts/device-plan.sh h200-compact # issue 13: the sparse product on the GPU from the compact
 #                                   # witness: self-tests (same bytes as the CPU), sanitizer, calls
 set -uo pipefail
@@ -158,6 +160,16 @@ case ${1:-} in
     $D setup 2k
     CUZK_GPU_PROVER=cuzk $D calls calls-compact-2k 2k 1 1,4 --compare-cpu --compact
     ;;
+  h200-witness)
+    # issue 13, stage 4 in the engine: pce partitions go to the GPU as witnesses (SYNTH_END
+    # "pce;witness"), against the product on the host, same run.
+    $D setup p10
+    $D bench p10-witness p10 20 -j 8
+    CUZK_SYNTHESIS=pce-host $D bench p10-pce-host p10 20 -j 8
+    $D setup 2k
+    $D bench 2k-witness 2k 30 -j 16
+    CUZK_SYNTHESIS=pce-host $D bench 2k-pce-host 2k 30 -j 16
+    ;;
   h200-go)
     # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
     # every Go test and example, the cuda test requiring "cuda:" devices in the timeline.
@@ -165,7 +177,7 @@ case ${1:-} in
     $D setup 2k
     $D go
     ;;
-  *) echo "usage: $0 h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
+  *) echo "usage: $0 h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"

@@ -10,7 +10,7 @@
 //! | `CUZK_SYNTHESIS_NICE` | [`Config::synthesis_nice`] |
 //! | `CUZK_JOB_RETENTION_S` | [`Config::job_retention`] |
 //! | `CUZK_DEVICE_COOLDOWN_S` | [`Config::device_cooldown`] |
-//! | `CUZK_SYNTHESIS` | [`Config::synthesis`] (`full` or `pce`) |
+//! | `CUZK_SYNTHESIS` | [`Config::synthesis`] (`full`, `pce` or `pce-host`) |
 //! | `CUZK_PCE_DIR` | [`Config::pce_dir`] |
 //! | `CUZK_GPU_PROVER` | [`Config::gpu_prover`] (`cuzk` or `supraseal`) |
 //!
@@ -42,8 +42,19 @@ pub enum SynthesisMode {
     /// Every constraint evaluated by the circuit's own code (bellperson's way).
     Full,
     /// Pre-compiled: the circuit's R1CS recorded once, then per partition the witness only
-    /// and a sparse product (`crate::pce`); full synthesis while the recording is made.
+    /// and a sparse product (`crate::pce`); full synthesis while the recording is made. The
+    /// product runs in the prover where every prover computes it (cuzk's GPU prover), else on
+    /// the host.
     Pce,
+    /// Pre-compiled, the sparse product always on the host (to compare the two).
+    PceHost,
+}
+
+impl SynthesisMode {
+    /// Whether partitions go through the circuit's recording.
+    pub fn pre_compiled(self) -> bool {
+        self != SynthesisMode::Full
+    }
 }
 
 /// Which GPU prover a `cuda` build uses.
@@ -103,7 +114,7 @@ pub struct Config {
     /// and, if the probe passes, put back (doubling after each failed probe, up to 30 min).
     /// Zero: `CUZK_DEVICE_COOLDOWN_S`, else 60 s.
     pub device_cooldown: Duration,
-    /// Synthesis path. None: `CUZK_SYNTHESIS` (`full` or `pce`), else pre-compiled.
+    /// Synthesis path. None: `CUZK_SYNTHESIS` (`full`, `pce` or `pce-host`), else pre-compiled.
     pub synthesis: Option<SynthesisMode>,
     /// Directory of the circuits' recordings (`*.cuzk-pce`). Empty: `CUZK_PCE_DIR`, else the
     /// parameter directory.
@@ -231,7 +242,11 @@ impl Config {
         if self.synthesis.is_none() {
             self.synthesis = Some(env_choice(
                 "CUZK_SYNTHESIS",
-                &[("pce", SynthesisMode::Pce), ("full", SynthesisMode::Full)],
+                &[
+                    ("pce", SynthesisMode::Pce),
+                    ("pce-host", SynthesisMode::PceHost),
+                    ("full", SynthesisMode::Full),
+                ],
             ));
         }
         if self.gpu_prover.is_none() {

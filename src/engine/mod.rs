@@ -326,7 +326,7 @@ impl Engine {
             .srs
             .get(prepared.circuits.params_id(), &self.inner.budget)?;
         prepare_backends(&self.inner, &srs)?;
-        if self.inner.cfg.synthesis_mode() == SynthesisMode::Pce {
+        if self.inner.cfg.synthesis_mode().pre_compiled() {
             synth::load_recording(&self.inner, &prepared.circuits, &srs);
         }
         Ok(())

@@ -62,7 +62,8 @@ fn synthesize_partition(
             .synthesize(k, Some(srs.size), Some(job.stop.clone()))
             .map(|a| (Work::Assignment(a), "full"))
     };
-    if inner.cfg.synthesis_mode() != SynthesisMode::Pce {
+    let mode = inner.cfg.synthesis_mode();
+    if !mode.pre_compiled() {
         return full();
     }
     let id = circuits.params_id();
@@ -77,7 +78,7 @@ fn synthesize_partition(
         return full();
     };
     let w = circuits.synthesize_witness(k, Some(held.rec.aux), Some(job.stop.clone()))?;
-    if inner.backends.iter().all(|b| b.proves_witness()) {
+    if mode == SynthesisMode::Pce && inner.backends.iter().all(|b| b.proves_witness()) {
         return Ok((Work::Witness(held, w), "pce;witness"));
     }
     host_assignment(inner, circuits, srs, job, k, held, w)

@@ -247,7 +247,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         engine.config().synthesis_workers,
         engine.config().synthesis_mode(),
         a.c1.display(),
-        if engine.config().synthesis_mode() == cuzk::engine::SynthesisMode::Pce {
+        if engine.config().synthesis_mode().pre_compiled() {
             " and recording"
         } else {
             ""
