@@ -619,6 +619,22 @@ fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
     }
 }
 
+/// An engine on `sim` with `budget` bytes, two synthesis workers and two job slots, and the
+/// gate of its scripted call.
+fn admission_engine(sim: SimOne, budget: u64) -> (Arc<Engine>, Arc<common::Gate>) {
+    let gate = sim.gate.clone();
+    let engine = sim_engine(
+        sim,
+        Config {
+            synthesis_workers: 2,
+            memory_budget: budget,
+            max_jobs: 2,
+            ..Config::default()
+        },
+    );
+    (engine, gate)
+}
+
 /// Admission answers from the engine's accounting: yes with room for a partition (counting
 /// the parameters still to load), no while the budget is full (MEMORY) or every job slot is
 /// taken (MAX_JOBS), and yes again once the jobs end; bad proof types are clear errors.
@@ -630,17 +646,7 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
     // The parameters' device copy (held in the budget by the simulated GPU) and one and a
     // half partitions.
     let budget = file + part + part / 2;
-    let sim = SimOne::new(1, vec![Call::Gated], Call::Dummy);
-    let gate = sim.gate.clone();
-    let engine = sim_engine(
-        sim,
-        Config {
-            synthesis_workers: 2,
-            memory_budget: budget,
-            max_jobs: 2,
-            ..Config::default()
-        },
-    );
+    let (engine, gate) = admission_engine(SimOne::new(1, vec![Call::Gated], Call::Dummy), budget);
     let proof = spec.proof;
     let e = engine.clone();
     common::within(600, "admission under load", move || {
@@ -740,16 +746,7 @@ fn admission_counts_a_passing_parameter_read_as_room_for_a_moment_only() {
     );
     let mut sim = SimOne::new(1, vec![Call::Gated], Call::Dummy);
     sim.keeps_copy = false;
-    let gate = sim.gate.clone();
-    let engine = sim_engine(
-        sim,
-        Config {
-            synthesis_workers: 2,
-            memory_budget: budget,
-            max_jobs: 2,
-            ..Config::default()
-        },
-    );
+    let (engine, gate) = admission_engine(sim, budget);
     let proof = spec.proof;
     let e = engine.clone();
     common::within(600, "admission with a passing parameter read", move || {
