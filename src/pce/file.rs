@@ -315,6 +315,7 @@ pub fn load(src: &Path, id: &str, expect: Option<(usize, usize)>) -> Result<Reco
             a_aux_density: density_from(&da, aux),
             b_input_density: density_from(&dbi, inputs),
             b_aux_density: density_from(&dba, aux),
+            instance: super::new_instance(),
         }))
     };
     let rec = read().map_err(io)?.map_err(bad)?;

@@ -128,6 +128,15 @@ pub struct Recording {
     pub a_aux_density: DensityTracker,
     pub b_input_density: DensityTracker,
     pub b_aux_density: DensityTracker,
+    /// Which recording this is in the process (each one recorded or loaded gets its own; a
+    /// clone keeps it): a prover's device copy is reused only for the same instance.
+    pub instance: u64,
+}
+
+/// A number no other recording of this process has.
+pub(crate) fn new_instance() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl PartialEq for Recording {
@@ -166,6 +175,7 @@ impl Recording {
     pub fn r1cs(&self) -> crate::prover::SparseR1cs<'_> {
         crate::prover::SparseR1cs {
             id: &self.id,
+            instance: self.instance,
             constraints: self.constraints(),
             inputs: self.inputs,
             aux: self.aux,
@@ -286,5 +296,20 @@ mod tests {
         w.aux.push(Fr::ONE);
         let e = assignment(&rec, w, None).unwrap_err();
         assert!(e.contains("aux"), "{e}");
+    }
+
+    #[test]
+    fn every_recording_made_or_loaded_is_its_own_instance() {
+        let a = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        let b = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        // The same content, yet not the same recording: a device copy of one is not the other's.
+        assert!(a == b && a.instance != b.instance);
+        assert_eq!(a.clone().instance, a.instance);
+        assert_eq!(a.r1cs().instance, a.instance);
+        let dir = tempfile::tempdir().unwrap();
+        let path = file::path(dir.path(), &a.id);
+        file::save(&a, &path).unwrap();
+        let loaded = file::load(&path, &a.id, Some((a.inputs, a.aux))).unwrap();
+        assert!(loaded == a && loaded.instance != a.instance && loaded.instance != b.instance);
     }
 }

@@ -132,6 +132,7 @@ impl RecordingCS {
             a_aux_density: cs.a_aux_density,
             b_input_density: cs.b_input_density,
             b_aux_density: cs.b_aux_density,
+            instance: super::new_instance(),
         };
         for m in [&mut rec.a, &mut rec.b, &mut rec.c] {
             m.shrink();

@@ -60,8 +60,8 @@ struct Gpu {
     srs: Mutex<HashMap<PathBuf, Held>>,
     /// Idle partition buffers on this GPU, by the parameter instance they were made for.
     stages: Mutex<Vec<(u64, Stage)>>,
-    /// Recorded circuits on this GPU, by (circuit, constraints, terms).
-    recordings: Mutex<HashMap<(String, usize, usize), Arc<DeviceRecording>>>,
+    /// Recorded circuits on this GPU, by (circuit, recording instance); one per circuit.
+    recordings: Mutex<HashMap<(String, u64), Arc<DeviceRecording>>>,
 }
 
 /// Partition buffers kept per GPU: one being proved while the next is uploaded.
@@ -267,8 +267,7 @@ impl CuzkGpuProver {
         r1cs: &SparseR1cs,
     ) -> Result<Arc<DeviceRecording>> {
         let gpu = &self.gpus[g];
-        let terms = r1cs.matrices.iter().map(|m| m.1.len()).sum();
-        let key = (r1cs.id.to_string(), r1cs.constraints, terms);
+        let key = (r1cs.id.to_string(), r1cs.instance);
         if let Some(r) = gpu.recordings.lock().get(&key) {
             return Ok(r.clone());
         }
@@ -301,7 +300,11 @@ impl CuzkGpuProver {
             t.elapsed().as_secs_f64() * 1e3
         );
         let rec = Arc::new(rec);
-        gpu.recordings.lock().insert(key, rec.clone());
+        // One recording per circuit is in use: an older one's device memory goes back once
+        // the calls holding it end.
+        let mut recs = gpu.recordings.lock();
+        recs.retain(|(id, _), _| id != r1cs.id);
+        recs.insert(key, rec.clone());
         Ok(rec)
     }
 

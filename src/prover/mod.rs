@@ -38,6 +38,9 @@ pub struct StageTimes {
 pub struct SparseR1cs<'a> {
     /// The recording's circuit (its parameter id).
     pub id: &'a str,
+    /// Which recording of the circuit this is (`pce::Recording::instance`): a device copy of
+    /// one is never used for another, which may differ (a recording given up and made again).
+    pub instance: u64,
     pub constraints: usize,
     pub inputs: usize,
     pub aux: usize,
