@@ -809,7 +809,10 @@ fn admission_counts_only_the_work_ahead_of_the_new_jobs_priority() {
         let x = e
             .submit(request(&spec, &c1, FixtureShape::default()))
             .unwrap();
-        common::wait_until(120, "X waiting for memory", || ask(0).queued_bytes == part);
+        // Out of the synthesis queue and waiting in the budget (queued, it counts the same).
+        common::wait_until(120, "X waiting for memory", || {
+            e.status().synthesis_queue == 0 && ask(0).queued_bytes == part
+        });
         let y = e
             .submit(request(&spec, &c1, FixtureShape::default()))
             .unwrap();
