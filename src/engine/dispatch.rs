@@ -248,10 +248,10 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
     }
 }
 
-/// Proves a batch on `backend`: witnesses under one recording through the backend's own
-/// product where it has one, the rest as assignments (a witness under another recording, one
-/// replaced meanwhile, is turned into an assignment here). Result `i` is for `works[i]`; the
-/// work stays in place where the backend only read it.
+/// Proves a batch on `backend`: the witnesses through the backend's own product, one call per
+/// recording (a second one where a recording was replaced meanwhile), the assignments in one
+/// `prove_batch`. Result `i` is for `works[i]`; the work stays in place where the backend only
+/// read it.
 fn prove_works(
     backend: &dyn ProverBackend,
     works: &mut [Option<Work>],
@@ -261,82 +261,76 @@ fn prove_works(
     times: &mut [StageTimes],
 ) -> Vec<(usize, Result<Proof<Bls12>>)> {
     let n = works.len();
-    let held = works.iter().find_map(|w| match w {
-        Some(Work::Witness(h, _)) if backend.proves_witness() => Some(h.clone()),
-        _ => None,
-    });
-    let by_witness = |w: &Option<Work>| match (w, &held) {
-        (Some(Work::Witness(h, _)), Some(x)) => Arc::ptr_eq(h, x),
-        _ => false,
-    };
-    let (wit, rest): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| by_witness(&works[i]));
+    let mut groups: Vec<(Arc<pce::Held>, Vec<usize>)> = Vec::new();
+    let mut asg_idx = Vec::new();
+    for (i, w) in works.iter().enumerate() {
+        match w {
+            Some(Work::Witness(h, _)) => match groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, h)) {
+                Some((_, idx)) => idx.push(i),
+                None => groups.push((h.clone(), vec![i])),
+            },
+            _ => asg_idx.push(i),
+        }
+    }
     let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> = (0..n).map(|_| None).collect();
     let pick = |idx: &[usize], v: &[Fr]| idx.iter().map(|&i| v[i]).collect::<Vec<Fr>>();
+    let mut store = |idx: &[usize], out: Vec<(usize, Result<Proof<Bls12>>)>, t: Vec<StageTimes>| {
+        for ((&i, r), t) in idx.iter().zip(out).zip(t) {
+            results[i] = Some(r);
+            times[i] = t;
+        }
+    };
 
-    if let Some(held) = &held {
-        let r1cs = held.rec.r1cs();
-        let ws: Vec<_> = wit
+    for (held, idx) in &groups {
+        let ws: Vec<_> = idx
             .iter()
             .map(|&i| match &works[i] {
                 Some(Work::Witness(_, w)) => w.classed(),
-                _ => unreachable!("partitioned by witness"),
+                _ => unreachable!("grouped by witness"),
             })
             .collect();
-        let mut t = vec![StageTimes::default(); wit.len()];
+        let mut t = vec![StageTimes::default(); idx.len()];
         let out = backend
-            .prove_witness_batch(&r1cs, &ws, srs, &pick(&wit, rs), &pick(&wit, ss), &mut t)
+            .prove_witness_batch(
+                &held.rec.r1cs(),
+                &ws,
+                srs,
+                &pick(idx, rs),
+                &pick(idx, ss),
+                &mut t,
+            )
             .unwrap_or_else(|| {
+                // The retry worker computes the assignments on the CPU.
                 let e = Error::new(Status::Unsupported, "the prover takes no witnesses");
-                wit.iter().map(|_| (0, Err(e.clone()))).collect()
+                idx.iter().map(|_| (0, Err(e.clone()))).collect()
             });
-        for ((&i, r), t) in wit.iter().zip(out).zip(t) {
-            results[i] = Some(r);
-            times[i] = t;
-        }
+        store(idx, out, t);
     }
 
-    let mut asgs: Vec<Option<ProvingAssignment>> = Vec::with_capacity(rest.len());
-    let mut kept: Vec<(usize, Option<Work>)> = Vec::new();
-    for &i in &rest {
-        match works[i].take() {
-            Some(Work::Assignment(a)) => asgs.push(Some(a)),
-            Some(Work::Witness(h, w)) => match pce::assignment(&h.rec, w.clone(), Some(srs.size)) {
-                Ok(a) => {
-                    kept.push((i, Some(Work::Witness(h, w))));
-                    asgs.push(Some(a));
-                }
-                Err(e) => {
-                    // The retry worker gives the recording up and synthesizes in full.
-                    works[i] = Some(Work::Witness(h, w));
-                    asgs.push(None);
-                    results[i] = Some((0, Err(Error::internal(format!("the recording: {e}")))));
-                }
-            },
-            None => asgs.push(None),
-        }
-    }
-    let todo: Vec<usize> = (0..rest.len()).filter(|&j| asgs[j].is_some()).collect();
-    if !todo.is_empty() {
-        let mut sub: Vec<Option<ProvingAssignment>> =
-            todo.iter().map(|&j| asgs[j].take()).collect();
-        let idx: Vec<usize> = todo.iter().map(|&j| rest[j]).collect();
-        let mut t = vec![StageTimes::default(); idx.len()];
-        let out = backend.prove_batch(&mut sub, srs, &pick(&idx, rs), &pick(&idx, ss), &mut t);
-        for (((&i, r), t), a) in idx.iter().zip(out).zip(t).zip(sub) {
-            results[i] = Some(r);
-            times[i] = t;
+    if !asg_idx.is_empty() {
+        let mut asgs: Vec<Option<ProvingAssignment>> = asg_idx
+            .iter()
+            .map(|&i| match works[i].take() {
+                Some(Work::Assignment(a)) => Some(a),
+                _ => None,
+            })
+            .collect();
+        let mut t = vec![StageTimes::default(); asg_idx.len()];
+        let out = backend.prove_batch(
+            &mut asgs,
+            srs,
+            &pick(&asg_idx, rs),
+            &pick(&asg_idx, ss),
+            &mut t,
+        );
+        store(&asg_idx, out, t);
+        for (&i, a) in asg_idx.iter().zip(asgs) {
             works[i] = a.map(Work::Assignment);
-        }
-    }
-    // A witness turned into an assignment here goes back as the witness (the smaller).
-    for (i, w) in kept {
-        if works[i].is_some() {
-            works[i] = w;
         }
     }
     results
         .into_iter()
-        .map(|r| r.unwrap_or_else(|| (0, Err(Error::internal("no work to prove")))))
+        .map(|r| r.unwrap_or_else(|| (0, Err(Error::internal("no result from the prover")))))
         .collect()
 }
 

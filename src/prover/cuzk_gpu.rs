@@ -418,21 +418,17 @@ impl CuzkGpuProver {
         .and_then(|r| {
             r.map_err(|e| Error::proving(format!("{}: witness upload failed: {e}", gpu.name)))
         });
-        match up {
-            Ok(None) => Ok((loaded, stage)),
-            Ok(Some(row)) => {
-                self.put_back(g, loaded.generation, stage);
-                Err(Error::internal(format!(
-                    "{}: constraint {row} of {} is not satisfied by the GPU's product: the \
-                     recording does not fit this witness",
-                    gpu.name, r1cs.constraints
-                )))
-            }
-            Err(e) => {
-                self.put_back(g, loaded.generation, stage);
-                Err(e)
-            }
-        }
+        let err = match up {
+            Ok(None) => return Ok((loaded, stage)),
+            Ok(Some(row)) => Error::internal(format!(
+                "{}: constraint {row} of {} is not satisfied by the GPU's product: the \
+                 recording does not fit this witness",
+                gpu.name, r1cs.constraints
+            )),
+            Err(e) => e,
+        };
+        self.put_back(g, loaded.generation, stage);
+        Err(err)
     }
 
     /// Proves `items` on GPU `g` in turn, each partition's upload (`upload(i)`, on a thread of
