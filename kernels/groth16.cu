@@ -106,11 +106,12 @@ void cuzk_compact(fr_t* out, const fr_t* in, size_t n, const uint64_t* bits,
 }
 
 // Splits n scalars into the indices of those equal to one and of the others that are not zero
-// (zeros drop out of an MSM). Warp-aggregated appends: the lists come out in no fixed order,
-// which sums do not mind. counts[0] and counts[1] must be zero on entry.
+// (zeros drop out of an MSM), in one list of n entries: the ones from the front, the others
+// from the back (idx[n-1], idx[n-2], ...). Warp-aggregated appends: the lists come out in no
+// fixed order, which sums do not mind. counts[0] (ones) and counts[1] (others) must be zero on
+// entry.
 __launch_bounds__(1024) __global__
-void cuzk_classify(const fr_t* s, uint32_t n, uint32_t* ones, uint32_t* others,
-                   uint32_t* counts, fr_t one_mont)
+void cuzk_classify(const fr_t* s, uint32_t n, uint32_t* idx, uint32_t* counts, fr_t one_mont)
 {
     const uint32_t lane = threadIdx.x % 32;
     const uint32_t below = (1u << lane) - 1;
@@ -139,8 +140,8 @@ void cuzk_classify(const fr_t* s, uint32_t n, uint32_t* ones, uint32_t* others,
         }
         b1 = __shfl_sync(0xffffffff, b1, 0);
         b2 = __shfl_sync(0xffffffff, b2, 0);
-        if (one) ones[b1 + __popc(m1 & below)] = i;
-        if (other) others[b2 + __popc(m2 & below)] = i;
+        if (one) idx[b1 + __popc(m1 & below)] = i;
+        if (other) idx[n - 1 - (b2 + __popc(m2 & below))] = i;
     }
 }
 
@@ -240,8 +241,378 @@ void cuzk_check(const fr_t* a, const fr_t* b, const fr_t* c, size_t rows,
     }
 }
 
-typedef msm_t<bucket_t, point_t, affine_t, scalar_t> msm_g1;
-typedef msm_t<bucket2_t, point2_t, affine2_t, scalar_t> msm_g2;
+// --- cuzk's MSM driver over sppark's Pippenger kernels ----------------------------------------
+//
+// sppark's kernels do the digit breakdown and sort, the bucket accumulation and the per-thread
+// part of the bucket integration; sppark's own driver (msm_t::invoke) then finishes every
+// window on host threads (~40k point operations per MSM) and waits for the GPU after each
+// batch. This driver keeps its buffers between calls, queues every batch without a host round
+// trip, and finishes the windows on the GPU (cuzk_msm_windows): what comes back is one point
+// per window, which the host combines (msm_finish: ~255 doublings).
+
+// A window's sum from sppark's `integrate` output. Row y holds, for each of the block's
+// nt = MSM_NTHREADS / degree threads t, a pair (res_t, acc_t) over its chunk of the window's
+// buckets. The window's sum is
+//   sum_t res_t + 2^d * sum_t t * acc_t          (d = lsbits - 1 - log2 nt), or, for a top
+//   sum_t (t / m + 1) * acc_t                     window of lsbits - 1 <= log2 nt bits,
+// with m = 2^(log2 nt - (lsbits - 1)): the same sums sppark's host code forms. Each thread
+// forms its term by double-and-add, the block adds the terms up in a tree (in place, in the
+// row), and the result is added to wins[y] (kept across batches). One block per window.
+template<class bucket>
+__device__ __forceinline__ void cuzk_bucket_add(bucket& acc, const bucket& p)
+{
+    if (bucket::degree == 1)
+        acc.add(p);
+    else
+        acc.uadd(p);
+}
+
+template<class bucket>
+__launch_bounds__(MSM_NTHREADS) __global__
+void cuzk_msm_windows(typename bucket::mem_t* rows, uint32_t wbits, uint32_t nbits,
+                      typename bucket::mem_t* wins)
+{
+    const uint32_t degree = bucket::degree;
+    const uint32_t nt = blockDim.x / degree;
+    const uint32_t lg_nt = 31 - __clz(nt);
+    const uint32_t t = threadIdx.x / degree;
+    const uint32_t y = blockIdx.x;
+    typename bucket::mem_t* row = rows + ((size_t)y << (wbits - 1));
+    const uint32_t lsbits = (y + 1) * wbits > nbits ? nbits - y * wbits : wbits;
+
+    bucket acc = row[2 * t + 1];
+    uint32_t c, dbl = 0;
+    bool with_res = false;
+    if (lsbits - 1 <= lg_nt) {
+        c = (t >> (lg_nt - (lsbits - 1))) + 1;
+    } else {
+        c = t;
+        dbl = lsbits - 1 - lg_nt;
+        with_res = true;
+    }
+    bucket sum;
+    sum.inf();
+    if (c) {
+        sum = acc;
+        for (int b = 30 - __clz(c); b >= 0; b--) {
+            bucket twice = sum;
+            cuzk_bucket_add(sum, twice);
+            if ((c >> b) & 1)
+                cuzk_bucket_add(sum, acc);
+        }
+        for (uint32_t k = 0; k < dbl; k++) {
+            bucket twice = sum;
+            cuzk_bucket_add(sum, twice);
+        }
+    }
+    if (with_res) {
+        bucket res = row[2 * t];
+        cuzk_bucket_add(sum, res);
+    }
+    __syncthreads();  // every thread has read its pair before the row is overwritten
+    row[2 * t] = sum;
+    __syncthreads();
+    for (uint32_t half = nt / 2; half; half /= 2) {
+        if (t < half) {
+            bucket o = row[2 * (t + half)];
+            cuzk_bucket_add(sum, o);
+            row[2 * t] = sum;
+        }
+        __syncthreads();
+    }
+    if (t == 0) {
+        bucket w = wins[y];
+        cuzk_bucket_add(w, sum);
+        wins[y] = w;
+    }
+}
+
+// *out += the sum of parts[0..n) (n >= the block's logical threads). One block.
+template<class bucket>
+__launch_bounds__(256) __global__
+void cuzk_sum_into(typename bucket::mem_t* parts, uint32_t n, typename bucket::mem_t* out)
+{
+    const uint32_t degree = bucket::degree;
+    const uint32_t nt = blockDim.x / degree;
+    const uint32_t t = threadIdx.x / degree;
+    bucket sum;
+    sum.inf();
+    for (uint32_t i = t; i < n; i += nt) {
+        bucket p = parts[i];
+        cuzk_bucket_add(sum, p);
+    }
+    __syncthreads();
+    parts[t] = sum;
+    __syncthreads();
+    for (uint32_t half = nt / 2; half; half /= 2) {
+        if (t < half) {
+            bucket o = parts[t + half];
+            cuzk_bucket_add(sum, o);
+            parts[t] = sum;
+        }
+        __syncthreads();
+    }
+    if (t == 0) {
+        bucket w = *out;
+        cuzk_bucket_add(w, sum);
+        *out = w;
+    }
+}
+
+template __global__ void cuzk_msm_windows<bucket_t>(bucket_t::mem_t*, uint32_t, uint32_t,
+                                                    bucket_t::mem_t*);
+template __global__ void cuzk_msm_windows<bucket2_t>(bucket2_t::mem_t*, uint32_t, uint32_t,
+                                                     bucket2_t::mem_t*);
+template __global__ void cuzk_sum_into<bucket_t>(bucket_t::mem_t*, uint32_t, bucket_t::mem_t*);
+template __global__ void cuzk_sum_into<bucket2_t>(bucket2_t::mem_t*, uint32_t,
+                                                  bucket2_t::mem_t*);
+
+// Window sizes and batches of an MSM of n points (sppark's choice for its driver).
+struct msm_shape_t {
+    size_t n = 0, stride = 0;
+    uint32_t wbits = 10, nwins = 0, batches = 1;
+};
+
+static uint32_t lg2_floor(size_t n)
+{
+    uint32_t r = 0;
+    while (n >>= 1) r++;
+    return r;
+}
+
+// Windows never exceed this many (wbits >= 10 for a 255-bit scalar).
+#define CUZK_MAX_WINS 26
+// Partial sums left by one batch_addition launch (a grid of one block per SM).
+static size_t msm_parts(int sms) { return (size_t)sms * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
+
+static msm_shape_t msm_shape(size_t n)
+{
+    msm_shape_t s;
+    s.n = n;
+    size_t np = (n + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
+    if (np > 192)
+        s.wbits = std::max<uint32_t>(10, std::min<uint32_t>(lg2_floor(np + np / 2) - 8, 18));
+    const uint32_t nbits = fr_t::bit_length();
+    s.nwins = (nbits - 1) / s.wbits + 1;
+    uint32_t lg = lg2_floor(n + n / 2);
+    size_t b = ((size_t)1 << (std::max(lg, s.wbits) - s.wbits)) >> 6;
+    s.batches = b ? (uint32_t)b : 1;
+    size_t stride = (n + s.batches - 1) / s.batches;
+    s.stride = std::max<size_t>(WARP_SZ, (stride + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1));
+    return s;
+}
+
+template<class T> struct nodeduce { typedef T type; };
+
+template<class... P>
+static void launch_coop(cudaStream_t st, void (*f)(P...), dim3 grid, dim3 block, size_t shared,
+                        typename nodeduce<P>::type... args)
+{
+    void* va[sizeof...(P)] = {&args...};
+    CUDA_OK(cudaLaunchCooperativeKernel((const void*)f, grid, block, va, shared, st));
+}
+
+// Device buffers of the driver for one curve: the windows' buckets followed by the partial
+// sums of a batch addition, the digits' histogram, and the digits with the sort's temporaries.
+// They grow on demand and are kept; one MSM at a time uses them.
+template<class bucket>
+struct msm_ws_t {
+    typedef typename bucket::mem_t bucket_d;
+    bucket_d* buckets = nullptr;
+    uint32_t* hist = nullptr;
+    uint8_t* temp = nullptr;
+    bucket_d* parts = nullptr;  // the partial sums of a batch addition
+    size_t n_buckets = 0, n_hist = 0, temp_bytes = 0, n_parts = 0;
+
+    msm_ws_t() = default;
+    msm_ws_t(const msm_ws_t&) = delete;
+    msm_ws_t& operator=(const msm_ws_t&) = delete;
+    ~msm_ws_t() { release(); }
+    void release()
+    {
+        cudaFree(buckets); cudaFree(hist); cudaFree(temp); cudaFree(parts);
+        buckets = nullptr; hist = nullptr; temp = nullptr; parts = nullptr;
+        n_buckets = n_hist = temp_bytes = n_parts = 0;
+    }
+    size_t bytes() const
+    {
+        return (n_buckets + std::max<size_t>(n_parts, 256)) * sizeof(bucket_d) +
+               n_hist * sizeof(uint32_t) + temp_bytes;
+    }
+    // The partial sums' buffer (a batch addition over one block per SM leaves n_parts).
+    void init(int sms)
+    {
+        n_parts = msm_parts(sms);
+        CUDA_OK(cudaMalloc((void**)&parts, std::max<size_t>(n_parts, 256) * sizeof(bucket_d)));
+    }
+    static size_t rows(const msm_shape_t& s) { return (size_t)s.nwins << (s.wbits - 1); }
+    static size_t temps(const msm_shape_t& s)
+    {
+        return s.stride * 2 * sizeof(uint2) + (size_t)s.nwins * s.stride * sizeof(uint32_t);
+    }
+    // Room for an MSM of shape s. Growing frees the old buffers (cudaFree waits for the GPU).
+    void reserve(const msm_shape_t& s)
+    {
+        size_t nb = rows(s), nh = rows(s), tb = temps(s);
+        if (nb > n_buckets) {
+            cudaFree(buckets); buckets = nullptr; n_buckets = 0;
+            CUDA_OK(cudaMalloc((void**)&buckets, nb * sizeof(bucket_d)));
+            n_buckets = nb;
+        }
+        if (nh > n_hist) {
+            cudaFree(hist); hist = nullptr; n_hist = 0;
+            CUDA_OK(cudaMalloc((void**)&hist, nh * sizeof(uint32_t)));
+            n_hist = nh;
+        }
+        if (tb > temp_bytes) {
+            cudaFree(temp); temp = nullptr; temp_bytes = 0;
+            CUDA_OK(cudaMalloc((void**)&temp, tb));
+            temp_bytes = tb;
+        }
+    }
+};
+
+// Two events the driver orders its streams with (no timing).
+struct msm_events_t {
+    cudaEvent_t a = nullptr, b = nullptr;
+    msm_events_t()
+    {
+        CUDA_OK(cudaEventCreateWithFlags(&a, cudaEventDisableTiming));
+        CUDA_OK(cudaEventCreateWithFlags(&b, cudaEventDisableTiming));
+    }
+    ~msm_events_t() { if (a) cudaEventDestroy(a); if (b) cudaEventDestroy(b); }
+    msm_events_t(const msm_events_t&) = delete;
+    msm_events_t& operator=(const msm_events_t&) = delete;
+};
+
+// The signed digits of `num` scalars (Montgomery form), sorted by bucket per window, on `sd`.
+static void msm_digits(const gpu_t& gpu, cudaStream_t sd, const msm_shape_t& s,
+                       const fr_t* scalars, size_t num, vec2d_t<uint32_t> digits,
+                       vec2d_t<uint2> temps, vec2d_t<uint32_t> hist)
+{
+    // sppark's sizing: a power of two near a third of the SMs sorts fastest.
+    uint32_t grid = gpu.sm_count() / 3;
+    while (grid & (grid - 1))
+        grid -= grid & (0 - grid);
+    grid = std::max<uint32_t>(grid, 1);
+    breakdown<<<2 * grid, 1024, sizeof(fr_t) * 1024, sd>>>(digits, scalars, num, s.nwins,
+                                                           s.wbits, true);
+    CUDA_OK(cudaGetLastError());
+    const size_t shared = sizeof(uint32_t) << DIGIT_BITS;
+    const uint32_t nbits = fr_t::bit_length();
+    const uint32_t top = nbits - s.wbits * (s.nwins - 1);
+    uint32_t win = 0;
+    for (; win + 1 < s.nwins; win += 2)
+        launch_coop(sd, cuzk_msm_sort, dim3(grid, 2), dim3(SORT_BLOCKDIM), shared, digits, num,
+                    win, temps, hist, s.wbits - 1, s.wbits - 1,
+                    win == s.nwins - 2 ? top - 1 : s.wbits - 1);
+    if (win < s.nwins)
+        launch_coop(sd, cuzk_msm_sort, dim3(grid, 1), dim3(SORT_BLOCKDIM), shared, digits, num,
+                    win, temps, hist, s.wbits - 1, top - 1, 0u);
+}
+
+template<class K>
+static unsigned max_threads(K* f)
+{
+    cudaFuncAttributes attr;
+    CUDA_OK(cudaFuncGetAttributes(&attr, (const void*)f));
+    return attr.maxThreadsPerBlock;
+}
+
+// Queues sum(scalars[i] * bases[i], i < n) on stream `st` (the digits on `sd`), leaving one
+// point per window in wins[0..nwins) and the window-0 "ones" in wins[nwins]: the result is
+// sum_y 2^(y*wbits) wins[y] + wins[nwins] (msm_finish). wins needs CUZK_MAX_WINS + 1 entries;
+// it is cleared first. Nothing waits for the GPU here. `sid` tells concurrent MSMs' work
+// counters apart (one MSM per sid at a time).
+template<class bucket, class affine_dev>
+static msm_shape_t msm_enqueue(const gpu_t& gpu, msm_ws_t<bucket>& ws, msm_events_t& ev,
+                               const affine_dev* bases, const fr_t* scalars, size_t n,
+                               typename bucket::mem_t* wins, cudaStream_t st, cudaStream_t sd,
+                               uint32_t sid)
+{
+    typedef typename bucket::mem_t bucket_d;
+    msm_shape_t s = msm_shape(n);
+    CUDA_OK(cudaMemsetAsync(wins, 0, (s.nwins + 1) * sizeof(bucket_d), st));
+    if (n == 0)
+        return s;
+    ws.reserve(s);
+    const uint32_t nbits = fr_t::bit_length();
+    const uint32_t row = 1u << (s.wbits - 1);
+    vec2d_t<uint2> temps{(uint2*)ws.temp, (unsigned)s.stride};
+    vec2d_t<uint32_t> digits{(uint32_t*)(ws.temp + s.stride * 2 * sizeof(uint2)),
+                             (unsigned)s.stride};
+    vec2d_t<uint32_t> hist{ws.hist, row};
+    static const unsigned acc_threads = max_threads(accumulate<bucket, affine_dev>);
+
+    // The digits wait for everything queued on st so far (the scalars, an earlier MSM on ws).
+    CUDA_OK(cudaEventRecord(ev.a, st));
+    CUDA_OK(cudaStreamWaitEvent(sd, ev.a, 0));
+    size_t off = 0, num = std::min(s.stride, n);
+    msm_digits(gpu, sd, s, scalars, num, digits, temps, hist);
+    CUDA_OK(cudaEventRecord(ev.b, sd));
+    while (true) {
+        CUDA_OK(cudaStreamWaitEvent(st, ev.b, 0));
+        // The bucket of digit +-1 in window 0: a plain sum (sppark's arrangement).
+        batch_addition<bucket><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, st>>>(
+            ws.parts, bases + off, num, digits[0], hist[0][0]);
+        CUDA_OK(cudaGetLastError());
+        launch_coop(st, accumulate<bucket, affine_dev>, dim3(gpu.sm_count()),
+                    dim3(acc_threads), 0, ws.buckets, s.nwins, s.wbits,
+                    const_cast<affine_dev*>(bases + off), digits, hist, sid);
+        CUDA_OK(cudaEventRecord(ev.a, st));
+        integrate<bucket><<<s.nwins, MSM_NTHREADS, sizeof(bucket) * MSM_NTHREADS / bucket::degree,
+                            st>>>(ws.buckets, s.nwins, s.wbits, nbits);
+        CUDA_OK(cudaGetLastError());
+        cuzk_msm_windows<bucket><<<s.nwins, MSM_NTHREADS, 0, st>>>(ws.buckets, s.wbits, nbits,
+                                                                   wins);
+        CUDA_OK(cudaGetLastError());
+        cuzk_sum_into<bucket><<<1, 256, 0, st>>>(ws.parts, (uint32_t)ws.n_parts, wins + s.nwins);
+        CUDA_OK(cudaGetLastError());
+        off += num;
+        if (off >= n)
+            break;
+        num = std::min(s.stride, n - off);
+        // The next batch's digits once this batch's accumulation has read the current ones.
+        CUDA_OK(cudaStreamWaitEvent(sd, ev.a, 0));
+        msm_digits(gpu, sd, s, scalars + off, num, digits, temps, hist);
+        CUDA_OK(cudaEventRecord(ev.b, sd));
+    }
+    return s;
+}
+
+// Adds the bases listed in idx[0..*d_n) (n of them) into *out (on the device), on st, through
+// the partial sums of ws.
+template<class bucket, class affine_dev>
+static void sum_selected(const gpu_t& gpu, cudaStream_t st, msm_ws_t<bucket>& ws,
+                         const affine_dev* bases, const uint32_t* idx, const uint32_t* d_n,
+                         uint32_t n, typename bucket::mem_t* out)
+{
+    if (n == 0)
+        return;
+    batch_addition<bucket><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, st>>>(ws.parts, bases,
+                                                                           (size_t)n, idx, *d_n);
+    CUDA_OK(cudaGetLastError());
+    cuzk_sum_into<bucket><<<1, 256, 0, st>>>(ws.parts, (uint32_t)ws.n_parts, out);
+    CUDA_OK(cudaGetLastError());
+}
+
+// The MSM's value from its windows (host copies of wins): Horner over the windows, plus the
+// ones.
+template<class bucket, class point>
+static point msm_finish(const bucket* wins, const msm_shape_t& s)
+{
+    point out;
+    out.inf();
+    for (uint32_t y = s.nwins; y--;) {
+        out.add(point(wins[y]));
+        if (y == 0)
+            break;
+        for (uint32_t k = 0; k < s.wbits; k++)
+            out.dbl();
+    }
+    out.add(point(wins[s.nwins]));
+    return out;
+}
 
 struct cuzk_gpu_srs {
     int gpu;  // sppark's index of the device
@@ -252,7 +623,7 @@ struct cuzk_gpu_srs {
     affine2_d* b2;
     size_t nh, nl, na, nb;
     size_t bytes;
-    msm_g1* msm_h;  // the H MSM's buckets, kept (calls on one GPU do not overlap)
+    struct prove_ws_t* ws;  // the prover's working buffers (calls on one GPU do not overlap)
 };
 
 // One partition's inputs in device memory, with the stream that copies them in: while one
@@ -275,8 +646,17 @@ struct cuzk_gpu_stage {
     fr_t* oth_val;
     size_t oth_cap;
     unsigned long long* bad;      // the product's first unsatisfied row
+    // The L (aux), A and B scalars split by value (cuzk_classify): one index list per MSM, in
+    // turn (n_aux, na, nb entries), the ones from the front, the others from the back; their
+    // counts (ones, others per MSM) on the device and here; the others' scalars gathered (L's,
+    // then A's, then B's; grown on demand).
+    uint32_t* split_idx;
+    uint32_t* split_cnt;
+    uint32_t cnt[6];
+    fr_t* tail_s;
+    size_t tail_cap;
     bool loaded;
-    double ms_upload;
+    double ms_upload, ms_split;
 };
 
 // A circuit's recording on one GPU (see the sparse product above).
@@ -390,111 +770,107 @@ static double ms_since(clk::time_point t)
     return std::chrono::duration<double, std::milli>(clk::now() - t).count();
 }
 
-template<class msm, class point, class affine, class affine_dev>
-static void msm_run(msm& m, point& out, const affine_dev* bases, const fr_t* d_scalars, size_t n)
-{
-    out.inf();
-    if (n == 0)
-        return;
-    // Device pointers go in as dev_ptr_t of the *host* affine type (same layout): sppark's
-    // device-pointer invoke then forwards to its pre-loaded-points overload (with the device
-    // type it would call itself forever).
-#ifndef __CUDA_ARCH__
-    static_assert(sizeof(affine) == sizeof(affine_dev), "affine layouts");
-#endif
-    dev_ptr_t<affine> p{reinterpret_cast<affine*>(const_cast<affine_dev*>(bases))};
-    dev_ptr_t<fr_t> s{const_cast<fr_t*>(d_scalars)};
-    RustError e = m.invoke(out, p, n, s, true);
-    if (e.code != cudaSuccess) {
-        std::string why = e.message ? e.message : "MSM failed";
-        free(e.message);
-        throw cuda_error{e.code, why};
+// The prover's working buffers on one GPU, kept with the parameters: the MSM driver's buffers
+// (the H MSM's, sized at load; the tails' per curve, grown on demand), the others' bases
+// gathered for the tail MSMs, the five results' windows, and events.
+struct prove_ws_t {
+    msm_ws_t<bucket_t> h, g1;
+    msm_ws_t<bucket2_t> g2;
+    msm_events_t ev;
+    affine_d* tb1 = nullptr;
+    affine2_d* tb2 = nullptr;
+    size_t tb1_cap = 0, tb2_cap = 0;
+    bucket_t::mem_t* res1 = nullptr;   // H, L, A, B(G1): CUZK_MAX_WINS + 1 windows each
+    bucket2_t::mem_t* res2 = nullptr;  // B(G2)
+    cudaEvent_t tm[7] = {};            // stage boundaries on the prover's stream (timed)
+
+    explicit prove_ws_t(int sms)
+    {
+        h.init(sms);
+        g1.init(sms);
+        g2.init(sms);
+        CUDA_OK(cudaMalloc((void**)&res1, 4 * (CUZK_MAX_WINS + 1) * sizeof(*res1)));
+        CUDA_OK(cudaMalloc((void**)&res2, (CUZK_MAX_WINS + 1) * sizeof(*res2)));
+        for (auto& e : tm)
+            CUDA_OK(cudaEventCreate(&e));
     }
-}
-
-// The sum of the bases listed in d_idx (n of them; *d_n holds n on the device). A few blocks
-// only: each warp leaves one partial sum, which the host adds up.
-template<class bucket, class point, class affine_dev>
-static void sum_selected(const gpu_t& gpu, stream_t& st, point& out, const affine_dev* bases,
-                         const uint32_t* d_idx, const uint32_t* d_n, uint32_t n)
-{
-    out.inf();
-    if (n == 0)
-        return;
-    uint32_t grid = std::max(8, gpu.sm_count() / 4);
-    size_t nb = (size_t)grid * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
-    dev_ptr_t<typename bucket::mem_t> d_ret{nb, st};
-    batch_addition<bucket><<<grid, BATCH_ADD_BLOCK_SIZE, 0, st>>>(&d_ret[0], bases, (size_t)n,
-                                                                  d_idx, *d_n);
-    CUDA_OK(cudaGetLastError());
-    std::vector<bucket> partial(nb);
-    st.DtoH(partial.data(), &d_ret[0], nb);
-    st.sync();
-    out = sum_up(partial);
-}
-
-// The scalars of one MSM split by value: which are one, which are neither zero nor one.
-struct split_t {
-    size_t n;
-    dev_ptr_t<uint32_t> idx;  // ones at [0, n), others at [n, 2n)
-    dev_ptr_t<uint32_t> counts;
-    dev_ptr_t<fr_t> tail;     // the others' scalars, gathered
-    uint32_t n_one = 0, n_other = 0;
-    split_t(size_t n, stream_t& st) : n(n), idx{2 * n, st}, counts{2, st}, tail{n, st} {}
-    const uint32_t* ones() const { return &idx[0]; }
-    const uint32_t* others() const { return &idx[n]; }
+    ~prove_ws_t()
+    {
+        cudaFree(tb1); cudaFree(tb2); cudaFree(res1); cudaFree(res2);
+        for (auto e : tm)
+            if (e) cudaEventDestroy(e);
+    }
+    prove_ws_t(const prove_ws_t&) = delete;
+    prove_ws_t& operator=(const prove_ws_t&) = delete;
+    size_t bytes() const
+    {
+        return h.bytes() + g1.bytes() + g2.bytes() + tb1_cap * sizeof(*tb1) +
+               tb2_cap * sizeof(*tb2) + 4 * (CUZK_MAX_WINS + 1) * sizeof(*res1) +
+               (CUZK_MAX_WINS + 1) * sizeof(*res2);
+    }
 };
 
-static void split_scalars(const gpu_t& gpu, stream_t& st, split_t& sp, const fr_t* d_s)
+// Grows a device array to hold n elements (with a quarter to spare); cudaFree waits for the GPU.
+template<class T>
+static void grow(T*& p, size_t& cap, size_t n)
 {
-    size_t n = sp.n;
-    CUDA_OK(cudaMemsetAsync(&sp.counts[0], 0, 2 * sizeof(uint32_t), st));
-    if (n) {
-        cuzk_classify<<<gpu.sm_count() * 2, 1024, 0, st>>>(d_s, (uint32_t)n, &sp.idx[0],
-                                                           &sp.idx[n], &sp.counts[0],
-                                                           fr_t::one());
-        CUDA_OK(cudaGetLastError());
-    }
-    uint32_t c[2] = {0, 0};
-    st.DtoH(c, &sp.counts[0], 2);
-    st.sync();
-    sp.n_one = c[0];
-    sp.n_other = c[1];
-    if (sp.n_other) {
-        cuzk_gather<<<gpu.sm_count() * 2, 1024, 0, st>>>(
-            reinterpret_cast<uint4*>(&sp.tail[0]), reinterpret_cast<const uint4*>(d_s),
-            &sp.idx[n], sp.n_other, sizeof(fr_t) / 16);
-        CUDA_OK(cudaGetLastError());
-    }
+    if (n <= cap)
+        return;
+    cudaFree(p);
+    p = nullptr;
+    cap = 0;
+    size_t want = n + n / 4;
+    CUDA_OK(cudaMalloc((void**)&p, want * sizeof(T)));
+    cap = want;
 }
 
-// sum(scalar_i * base_i) as the sum of the bases whose scalar is one plus a Pippenger MSM over
-// the others (their bases gathered first).
-template<class msm, class bucket, class point, class affine, class affine_dev>
-static void split_msm(const gpu_t& gpu, stream_t& st, msm& m, point& out,
-                      const affine_dev* bases, const split_t& sp)
+// Splits the L (aux), A and B scalars of the partition in `g` into ones and others
+// (cuzk_classify), reads the counts back and gathers the others' scalars. Waits for the stage's
+// stream.
+static void split_stage(const gpu_t& gpu, cuzk_gpu_stage* g, cudaStream_t st)
 {
-    point ones;
-    sum_selected<bucket, point, affine_dev>(gpu, st, ones, bases, sp.ones(), &sp.counts[0],
-                                            sp.n_one);
-    point tail;
-    tail.inf();
-    if (sp.n_other) {
-        dev_ptr_t<affine_dev> tb{sp.n_other, st};
-        cuzk_gather<<<gpu.sm_count() * 2, 1024, 0, st>>>(
-            reinterpret_cast<uint4*>(&tb[0]), reinterpret_cast<const uint4*>(bases),
-            sp.others(), sp.n_other, sizeof(affine_dev) / 16);
-        CUDA_OK(cudaGetLastError());
-        st.sync();
-        msm_run<msm, point, affine, affine_dev>(m, tail, &tb[0], &sp.tail[0], sp.n_other);
+    auto t = clk::now();
+    const fr_t* src[3] = {g->aux, g->as, g->bs};
+    const size_t ns[3] = {g->n_aux, g->na, g->nb};
+    const int grid = gpu.sm_count() * 2;
+    CUDA_OK(cudaMemsetAsync(g->split_cnt, 0, 6 * sizeof(uint32_t), st));
+    size_t off = 0;
+    for (int k = 0; k < 3; k++) {
+        if (ns[k])
+            cuzk_classify<<<grid, 1024, 0, st>>>(src[k], (uint32_t)ns[k], g->split_idx + off,
+                                                 g->split_cnt + 2 * k, fr_t::one());
+        off += ns[k];
     }
-    out = ones;
-    out.add(tail);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaMemcpyAsync(g->cnt, g->split_cnt, 6 * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                            st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    size_t others = 0;
+    for (int k = 0; k < 3; k++) {
+        if ((size_t)g->cnt[2 * k] + g->cnt[2 * k + 1] > ns[k])
+            throw cuda_error{cudaErrorUnknown, "the scalar split counted more than it read"};
+        others += g->cnt[2 * k + 1];
+    }
+    grow(g->tail_s, g->tail_cap, others);
+    off = 0;
+    size_t toff = 0;
+    for (int k = 0; k < 3; k++) {
+        uint32_t n_oth = g->cnt[2 * k + 1];
+        if (n_oth)
+            cuzk_gather<<<grid, 1024, 0, st>>>(
+                reinterpret_cast<uint4*>(g->tail_s + toff), reinterpret_cast<const uint4*>(src[k]),
+                g->split_idx + off + ns[k] - n_oth, n_oth, sizeof(fr_t) / 16);
+        toff += n_oth;
+        off += ns[k];
+    }
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaStreamSynchronize(st));
+    g->ms_split = ms_since(t);
 }
 
 static void free_srs(cuzk_gpu_srs* s)
 {
-    delete s->msm_h;
+    delete s->ws;
     cudaFree(s->h); cudaFree(s->l); cudaFree(s->a); cudaFree(s->b1); cudaFree(s->b2);
     delete s;
 }
@@ -512,7 +888,8 @@ static void free_stage(cuzk_gpu_stage* g)
 {
     cudaFree(g->abc); cudaFree(g->aux); cudaFree(g->inp); cudaFree(g->as); cudaFree(g->bs);
     cudaFree(g->bits); cudaFree(g->pref); cudaFree(g->classes); cudaFree(g->oth_idx);
-    cudaFree(g->oth_val); cudaFree(g->bad);
+    cudaFree(g->oth_val); cudaFree(g->bad); cudaFree(g->split_idx); cudaFree(g->split_cnt);
+    cudaFree(g->tail_s);
     if (g->stream) cudaStreamDestroy(g->stream);
     delete g;
 }
@@ -604,7 +981,9 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
         up((void**)&s->a, a, na, sizeof(affine_d));
         up((void**)&s->b1, b1, nb, sizeof(affine_d));
         up((void**)&s->b2, b2, nb, sizeof(affine2_d));
-        s->msm_h = new msm_g1{nullptr, nh, sizeof(affine_t), idx};
+        s->ws = new prove_ws_t{select_gpu(idx).sm_count()};
+        s->ws->h.reserve(msm_shape(nh));
+        s->bytes += s->ws->bytes();
         *out = s;
         return 0;
     } CUZK_CATCH
@@ -655,6 +1034,9 @@ int cuzk_gpu_stage_new(const cuzk_gpu_srs* s, uint32_t lg_domain, size_t n_inp, 
         alloc((void**)&g->pref, words * sizeof(uint32_t));
         alloc((void**)&g->classes, (n_aux + 31) / 32 * sizeof(uint64_t));
         alloc((void**)&g->bad, sizeof(unsigned long long));
+        alloc((void**)&g->split_idx, (n_aux + g->na + g->nb) * sizeof(uint32_t));
+        alloc((void**)&g->split_cnt, 6 * sizeof(uint32_t));
+        grow(g->tail_s, g->tail_cap, (n_aux + g->na + g->nb) / 32 + 1024);
         *out = g;
         return 0;
     } CUZK_CATCH
@@ -709,7 +1091,7 @@ int cuzk_gpu_upload(cuzk_gpu_stage* g, const cuzk_gpu_input* in, char* err, size
                                 cudaMemcpyHostToDevice, st));
         compact_ab(gpu, g, st, dens);
         CUDA_OK(cudaGetLastError());
-        CUDA_OK(cudaStreamSynchronize(st));
+        split_stage(gpu, g, st);
         g->ms_upload = ms_since(t);
         g->loaded = true;
         return 0;
@@ -859,11 +1241,13 @@ int cuzk_gpu_upload_witness(cuzk_gpu_stage* g, const cuzk_gpu_rec* r, const cuzk
         compact_ab(gpu, g, st, dens);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaStreamSynchronize(st));
-        g->ms_upload = ms_since(t);
         if (bad < r->rows) {
+            g->ms_upload = ms_since(t);
             *bad_row = bad;
             return 0;
         }
+        split_stage(gpu, g, st);
+        g->ms_upload = ms_since(t);
         g->loaded = true;
         return 0;
     } CUZK_CATCH
@@ -872,7 +1256,9 @@ int cuzk_gpu_upload_witness(cuzk_gpu_stage* g, const cuzk_gpu_rec* r, const cuzk
 }
 
 // Proves the partition uploaded into `g` on the GPU holding `s`. Returns 0 on success. Calls
-// for one GPU must not overlap (uploads into other stages may).
+// for one GPU must not overlap (uploads into other stages may). Everything is queued on the
+// GPU's streams at once; the host waits once, for the windows of the five MSMs, and combines
+// them.
 int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* out, char* err,
                    size_t errlen)
 {
@@ -885,19 +1271,27 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
         }
         g->loaded = false;
         out->ms_upload = g->ms_upload;
+        out->ms_split = g->ms_split;
         const gpu_t& gpu = select_gpu(s->gpu);
-        stream_t& st = gpu[0];
+        prove_ws_t& w = *s->ws;
+        stream_t& sst = gpu[0];
+        cudaStream_t st = sst, sd = gpu[2];
         size_t domain = (size_t)1 << g->lg_domain;
         int sms = gpu.sm_count();
         fr_t* d[3] = {g->abc, g->abc + domain, g->abc + 2 * domain};
 
+        // The tails' gathered bases: room first (growing waits for the GPU).
+        uint32_t n_oth_g1 = std::max(std::max(g->cnt[1], g->cnt[3]), g->cnt[5]);
+        grow(w.tb1, w.tb1_cap, n_oth_g1);
+        grow(w.tb2, w.tb2_cap, g->cnt[5]);
+
         // h = icoset_ntt((coset_ntt(intt(a)) * coset_ntt(intt(b)) - coset_ntt(intt(c))) / Z)
-        auto t = clk::now();
+        CUDA_OK(cudaEventRecord(w.tm[0], st));
         for (int k = 0; k < 3; k++) {
             cuzk_ntt::NTT_internal(d[k], g->lg_domain, NTT::InputOutputOrder::NR,
-                                   NTT::Direction::inverse, NTT::Type::standard, st);
+                                   NTT::Direction::inverse, NTT::Type::standard, sst);
             cuzk_ntt::NTT_internal(d[k], g->lg_domain, NTT::InputOutputOrder::RN,
-                                   NTT::Direction::forward, NTT::Type::coset, st);
+                                   NTT::Direction::forward, NTT::Type::coset, sst);
         }
         // Z on the coset is g^domain - 1 everywhere (g: the NTT's coset generator).
         fr_t z = group_gen;
@@ -907,54 +1301,76 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
         cuzk_h_combine<<<sms * 2, 1024, 0, st>>>(d[0], d[1], d[2], z, domain);
         CUDA_OK(cudaGetLastError());
         cuzk_ntt::NTT_internal(d[0], g->lg_domain, NTT::InputOutputOrder::NN,
-                               NTT::Direction::inverse, NTT::Type::coset, st);
-        st.sync();
-        out->ms_ntt = ms_since(t);
+                               NTT::Direction::inverse, NTT::Type::coset, sst);
+        CUDA_OK(cudaEventRecord(w.tm[1], st));
 
-        t = clk::now();
-        point_t h;
-        msm_run<msm_g1, point_t, affine_t, affine_d>(*s->msm_h, h, s->h, d[0], s->nh);
-        out->ms_h = ms_since(t);
+        const size_t nw = CUZK_MAX_WINS + 1;
+        msm_shape_t sh[5];
+        sh[0] = msm_enqueue<bucket_t, affine_d>(gpu, w.h, w.ev, s->h, d[0], s->nh, w.res1, st,
+                                                sd, 0);
+        CUDA_OK(cudaEventRecord(w.tm[2], st));
 
-        // L, A and B: the bases whose scalar is one are summed; the others go through a
-        // Pippenger MSM (98.4-99.6% of this project's aux values are 0 or 1).
-        t = clk::now();
-        split_t sl{g->n_aux, st}, sa{g->na, st}, sb{g->nb, st};
-        split_scalars(gpu, st, sl, g->aux);
-        split_scalars(gpu, st, sa, g->as);
-        split_scalars(gpu, st, sb, g->bs);
-        out->ms_split = ms_since(t);
-        point_t l, a, b1;
-        point2_t b2;
-        {
-            size_t tail = std::max(std::max(sl.n_other, sa.n_other), sb.n_other);
-            msm_g1 m1{nullptr, std::max<size_t>(tail, 1), sizeof(affine_t), s->gpu};
-            t = clk::now();
-            split_msm<msm_g1, bucket_t, point_t, affine_t, affine_d>(gpu, st, m1, l, s->l, sl);
-            out->ms_l = ms_since(t);
-            t = clk::now();
-            split_msm<msm_g1, bucket_t, point_t, affine_t, affine_d>(gpu, st, m1, a, s->a, sa);
-            out->ms_a = ms_since(t);
-            t = clk::now();
-            split_msm<msm_g1, bucket_t, point_t, affine_t, affine_d>(gpu, st, m1, b1, s->b1, sb);
-            out->ms_b1 = ms_since(t);
+        // L, A and B: a Pippenger MSM over the others (their bases gathered), plus the sum of
+        // the bases whose scalar is one (98.4-99.6% of this project's aux values are 0 or 1).
+        const affine_d* bases[3] = {s->l, s->a, s->b1};
+        const size_t ns[3] = {g->n_aux, g->na, g->nb};
+        const uint32_t* list[3] = {g->split_idx, g->split_idx + g->n_aux,
+                                   g->split_idx + g->n_aux + g->na};
+        const fr_t* tail[3] = {g->tail_s, g->tail_s + g->cnt[1], g->tail_s + g->cnt[1] + g->cnt[3]};
+        for (int k = 0; k < 3; k++) {
+            uint32_t n_one = g->cnt[2 * k], n_oth = g->cnt[2 * k + 1];
+            bucket_t::mem_t* wins = w.res1 + (k + 1) * nw;
+            if (n_oth) {
+                cuzk_gather<<<sms * 2, 1024, 0, st>>>(
+                    reinterpret_cast<uint4*>(w.tb1), reinterpret_cast<const uint4*>(bases[k]),
+                    list[k] + ns[k] - n_oth, n_oth, sizeof(affine_d) / 16);
+                CUDA_OK(cudaGetLastError());
+            }
+            sh[k + 1] = msm_enqueue<bucket_t, affine_d>(gpu, w.g1, w.ev, w.tb1, tail[k], n_oth,
+                                                        wins, st, sd, 1);
+            sum_selected<bucket_t, affine_d>(gpu, st, w.g1, bases[k], list[k],
+                                             g->split_cnt + 2 * k, n_one, wins + sh[k + 1].nwins);
+            CUDA_OK(cudaEventRecord(w.tm[3 + k], st));
         }
         {
-            msm_g2 m2{nullptr, std::max<size_t>(sb.n_other, 1), sizeof(affine2_t), s->gpu};
-            t = clk::now();
-            split_msm<msm_g2, bucket2_t, point2_t, affine2_t, affine2_d>(gpu, st, m2, b2, s->b2,
-                                                                         sb);
-            out->ms_b2 = ms_since(t);
+            uint32_t n_one = g->cnt[4], n_oth = g->cnt[5];
+            if (n_oth) {
+                cuzk_gather<<<sms * 2, 1024, 0, st>>>(
+                    reinterpret_cast<uint4*>(w.tb2), reinterpret_cast<const uint4*>(s->b2),
+                    list[2] + ns[2] - n_oth, n_oth, sizeof(affine2_d) / 16);
+                CUDA_OK(cudaGetLastError());
+            }
+            sh[4] = msm_enqueue<bucket2_t, affine2_d>(gpu, w.g2, w.ev, w.tb2, tail[2], n_oth,
+                                                      w.res2, st, sd, 2);
+            sum_selected<bucket2_t, affine2_d>(gpu, st, w.g2, s->b2, list[2], g->split_cnt + 4,
+                                               n_one, w.res2 + sh[4].nwins);
+            CUDA_OK(cudaEventRecord(w.tm[6], st));
         }
-        gpu.sync();
+        std::vector<bucket_t> r1(4 * nw);
+        std::vector<bucket2_t> r2(nw);
+        CUDA_OK(cudaMemcpyAsync(r1.data(), w.res1, r1.size() * sizeof(bucket_t),
+                                cudaMemcpyDeviceToHost, st));
+        CUDA_OK(cudaMemcpyAsync(r2.data(), w.res2, r2.size() * sizeof(bucket2_t),
+                                cudaMemcpyDeviceToHost, st));
+        CUDA_OK(cudaStreamSynchronize(st));
 
-        affine_t r1;
-        r1 = h;  memcpy(out->h, &r1, sizeof(out->h));
-        r1 = l;  memcpy(out->l, &r1, sizeof(out->l));
-        r1 = a;  memcpy(out->a, &r1, sizeof(out->a));
-        r1 = b1; memcpy(out->b1, &r1, sizeof(out->b1));
-        affine2_t r2 = b2;
-        memcpy(out->b2, &r2, sizeof(out->b2));
+        float ms[6];
+        for (int k = 0; k < 6; k++)
+            CUDA_OK(cudaEventElapsedTime(&ms[k], w.tm[k], w.tm[k + 1]));
+        out->ms_ntt = ms[0]; out->ms_h = ms[1]; out->ms_l = ms[2]; out->ms_a = ms[3];
+        out->ms_b1 = ms[4]; out->ms_b2 = ms[5];
+
+        point_t p[4];
+        for (int k = 0; k < 4; k++)
+            p[k] = msm_finish<bucket_t, point_t>(&r1[k * nw], sh[k]);
+        point2_t b2 = msm_finish<bucket2_t, point2_t>(r2.data(), sh[4]);
+        affine_t r;
+        r = p[0]; memcpy(out->h, &r, sizeof(out->h));
+        r = p[1]; memcpy(out->l, &r, sizeof(out->l));
+        r = p[2]; memcpy(out->a, &r, sizeof(out->a));
+        r = p[3]; memcpy(out->b1, &r, sizeof(out->b1));
+        affine2_t rb2 = b2;
+        memcpy(out->b2, &rb2, sizeof(out->b2));
         return 0;
     } CUZK_CATCH
     try { select_gpu(s->gpu).sync(); } catch (...) {}

@@ -25,6 +25,11 @@
 #                                   # witnesses; streams against the product on the host
 #   scripts/device-plan.sh h200-compact # issue 13: the sparse product on the GPU from the compact
 #                                   # witness: self-tests (same bytes as the CPU), sanitizer, calls
+#   scripts/device-plan.sh h200-msm # issue 13: cuzk's MSM driver (windows finished on the GPU):
+#                                   # self-tests, sanitizer, calls against supraseal, the
+#                                   # 10-partition stream against the incumbent
+#   scripts/device-plan.sh h200-msm-2k # the same calls and stream on the real 2KiB circuit
+#   scripts/device-plan.sh h200-msm-scaled # and on the scaled fixture
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
@@ -170,6 +175,29 @@ case ${1:-} in
     $D bench 2k-witness 2k 30 -j 16
     CUZK_SYNTHESIS=pce-host $D bench 2k-pce-host 2k 30 -j 16
     ;;
+  h200-msm)
+    # issue 13, stage 5: cuzk's MSM driver (buffers kept, no host round trip between batches,
+    # the windows finished on the GPU). Same bytes as the CPU first, then cost and streams.
+    $D info
+    for n in 600 5000 65536; do $D selftest $n; done
+    $D sanitize 600
+    $D setup p10
+    $D calls calls-msm-p10 p10 1 1,4 --compare-cpu --compact
+    CUZK_GPU_PROVER=supraseal $D calls calls-supra-p10 p10 1 1,4
+    $D bench p10-msm p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
+    ;;
+  h200-msm-2k)
+    $D setup 2k
+    $D calls calls-msm-2k 2k 1 1,4 --compare-cpu --compact
+    CUZK_GPU_PROVER=supraseal $D calls calls-supra-2k 2k 1 1,4
+    $D bench 2k-msm 2k 30 -j 16 $SUPRA --baseline-jobs 1 --baseline-count 8
+    ;;
+  h200-msm-scaled)
+    $D setup scaled
+    $D calls calls-msm-scaled scaled 1 1,4 --compare-cpu --compact
+    CUZK_GPU_PROVER=supraseal $D calls calls-supra-scaled scaled 1 1,4
+    $D bench scaled-msm scaled 12 -j 4 $SUPRA --baseline-jobs 1 --baseline-count 2
+    ;;
   h200-go)
     # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
     # every Go test and example, the cuda test requiring "cuda:" devices in the timeline.
@@ -177,7 +205,7 @@ case ${1:-} in
     $D setup 2k
     $D go
     ;;
-  *) echo "usage: $0 h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
+  *) echo "usage: $0 h200-msm|h200-msm-2k|h200-msm-scaled|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"
