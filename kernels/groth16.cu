@@ -385,18 +385,36 @@ static uint32_t lg2_floor(size_t n)
 // Partial sums left by one batch_addition launch (a grid of one block per SM).
 static size_t msm_parts(int sms) { return (size_t)sms * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
 
+// Tuning knobs for MSMs of at least 2^16 points (the H MSM): CUZK_MSM_WBITS (10-18) and
+// CUZK_MSM_BATCHES (1-64) replace the window size and the batch count chosen below.
+static uint32_t msm_knob(const char* name, uint32_t lo, uint32_t hi)
+{
+    const char* v = getenv(name);
+    if (!v || !*v)
+        return 0;
+    long x = strtol(v, nullptr, 10);
+    return x >= (long)lo && x <= (long)hi ? (uint32_t)x : 0;
+}
+
 static msm_shape_t msm_shape(size_t n)
 {
+    static const uint32_t knob_wbits = msm_knob("CUZK_MSM_WBITS", 10, 18);
+    static const uint32_t knob_batches = msm_knob("CUZK_MSM_BATCHES", 1, 64);
+    const bool large = n >= ((size_t)1 << 16);
     msm_shape_t s;
     s.n = n;
     size_t np = (n + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
     if (np > 192)
         s.wbits = std::max<uint32_t>(10, std::min<uint32_t>(lg2_floor(np + np / 2) - 8, 18));
+    if (large && knob_wbits)
+        s.wbits = knob_wbits;
     const uint32_t nbits = fr_t::bit_length();
     s.nwins = (nbits - 1) / s.wbits + 1;
     uint32_t lg = lg2_floor(n + n / 2);
     size_t b = ((size_t)1 << (std::max(lg, s.wbits) - s.wbits)) >> 6;
     s.batches = b ? (uint32_t)b : 1;
+    if (large && knob_batches)
+        s.batches = knob_batches;
     size_t stride = (n + s.batches - 1) / s.batches;
     s.stride = std::max<size_t>(WARP_SZ, (stride + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1));
     return s;

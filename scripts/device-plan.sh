@@ -28,6 +28,9 @@
 #   scripts/device-plan.sh h200-msm # issue 13: cuzk's MSM driver (windows finished on the GPU):
 #                                   # self-tests, sanitizer, calls against supraseal, the
 #                                   # 10-partition stream against the incumbent
+#   scripts/device-plan.sh h200-msm-tune # the H MSM's window size and batches (CUZK_MSM_WBITS,
+#                                   # CUZK_MSM_BATCHES), an ncu kernel-time profile of one call,
+#                                   # and the 10-partition stream against the incumbent
 #   scripts/device-plan.sh h200-msm-2k # the same calls and stream on the real 2KiB circuit
 #   scripts/device-plan.sh h200-msm-scaled # and on the scaled fixture
 set -uo pipefail
@@ -184,6 +187,20 @@ case ${1:-} in
     $D setup p10
     $D calls calls-msm-p10 p10 1 1,4 --compare-cpu --compact
     CUZK_GPU_PROVER=supraseal $D calls calls-supra-p10 p10 1 1,4
+    $D bench p10-msm p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
+    ;;
+  h200-msm-tune)
+    $D setup p10
+    for wb in "" "13 1" "14 1" "15 1" "16 1" "16 2" "14 2"; do
+      set -- $wb
+      CUZK_MSM_WBITS=${1:-} CUZK_MSM_BATCHES=${2:-} $D calls "tune-${1:-d}-${2:-d}" p10 1 1 --compact
+    done
+    # Each kernel's time in one full-upload and one compact call (ncu serializes the kernels).
+    P=${FIL_PROOFS_PARAMETER_CACHE:-/tmp/cuzk-params}
+    ncu --clock-control none --metrics gpu__time_duration.sum --csv --log-file "$OUT/ncu-p10.csv" \
+      .dev/cuzk bench calls --c1 "$P/cuzk-fixtures/2KiB-p10.c1.json" --sector-id 1 --miner-id 1000 \
+      --partitions 10 --widths 1 --reps 1 --compact > "$OUT/ncu-p10.out" 2>&1
+    echo "ncu: exit $?, $(grep -c gpu__time_duration "$OUT/ncu-p10.csv") kernels"; pack
     $D bench p10-msm p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
     ;;
   h200-msm-2k)
