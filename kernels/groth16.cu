@@ -403,16 +403,18 @@ static msm_shape_t msm_shape(size_t n)
     const bool large = n >= ((size_t)1 << 16);
     msm_shape_t s;
     s.n = n;
-    size_t np = (n + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
-    if (np > 192)
-        s.wbits = std::max<uint32_t>(10, std::min<uint32_t>(lg2_floor(np + np / 2) - 8, 18));
+    // Measured on the H200 at 2^21 points (BENCHMARKS.md, stage 5): one batch beats sppark's
+    // four (26.4 against 31.3 ms at 13-bit windows; its batches bound its host-side work, which
+    // this driver does not have), and 15-bit windows beat 13, 14 and 16 (23.6 ms). So: windows
+    // of log2(1.5 n) - 6 bits within 10..16, and batches only to keep a batch's digits within
+    // 2^24 points (~1.3 GB of digits and sort space).
+    const uint32_t lg = lg2_floor(n + n / 2);  // 21 for the 2^21 - 1 points of H at 2^21
+    s.wbits = lg < 16 ? 10 : std::min<uint32_t>(lg - 6, 16);
     if (large && knob_wbits)
         s.wbits = knob_wbits;
     const uint32_t nbits = fr_t::bit_length();
     s.nwins = (nbits - 1) / s.wbits + 1;
-    uint32_t lg = lg2_floor(n + n / 2);
-    size_t b = ((size_t)1 << (std::max(lg, s.wbits) - s.wbits)) >> 6;
-    s.batches = b ? (uint32_t)b : 1;
+    s.batches = (uint32_t)std::max<size_t>(1, (n + ((size_t)1 << 24) - 1) >> 24);
     if (large && knob_batches)
         s.batches = knob_batches;
     size_t stride = (n + s.batches - 1) / s.batches;

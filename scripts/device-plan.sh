@@ -196,7 +196,8 @@ case ${1:-} in
       CUZK_MSM_WBITS=${1:-} CUZK_MSM_BATCHES=${2:-} $D calls "tune-${1:-d}-${2:-d}" p10 1 1 --compact
     done
     # Each kernel's time in one full-upload and one compact call (ncu serializes the kernels).
-    P=${FIL_PROOFS_PARAMETER_CACHE:-/tmp/cuzk-params}
+    export FIL_PROOFS_PARAMETER_CACHE=${FIL_PROOFS_PARAMETER_CACHE:-/tmp/cuzk-params}
+    P=$FIL_PROOFS_PARAMETER_CACHE
     ncu --clock-control none --metrics gpu__time_duration.sum --csv --log-file "$OUT/ncu-p10.csv" \
       .dev/cuzk bench calls --c1 "$P/cuzk-fixtures/2KiB-p10.c1.json" --sector-id 1 --miner-id 1000 \
       --partitions 10 --widths 1 --reps 1 --compact > "$OUT/ncu-p10.out" 2>&1
