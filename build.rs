@@ -1,12 +1,12 @@
-//! Build script. With the `cuda` feature it compiles `kernels/` with nvcc (and the sppark /
-//! supraseal-c2 kernels get built by their own crates with the same nvcc); without it, it does
+//! Build script. With the `cuda` feature it compiles `kernels/` with nvcc (sppark's headers and
+//! its own small CUDA library, built by its crate with the same nvcc); without it, it does
 //! nothing and the crate is CPU-only.
 //!
 //! Environment:
 //! - `NVCC` or `CUDA_HOME` (or `CUDA_PATH`) locate nvcc; otherwise `nvcc` on `PATH`.
 //! - `CUZK_CUDA_ARCHS`: comma-separated compute capabilities to emit machine code for
 //!   (default `90`, the H100/H200); PTX for the highest one is embedded as well so newer chips
-//!   can JIT it. The supraseal kernels take their extra architectures from `NVCC_APPEND_FLAGS`
+//!   can JIT it. sppark's own build takes its extra architectures from `NVCC_APPEND_FLAGS`
 //!   (set in `.cargo/config.toml`, overridable from the environment).
 
 use std::env;
@@ -89,7 +89,7 @@ mod cuda {
             .flag("-Xcompiler")
             .flag("-Wno-unused-function");
         // blst's host-side helpers are named after the assembly its build chose: with ADX when
-        // the build host has it (blst's own rule, which supraseal-c2 follows too).
+        // the build host has it (blst's own rule).
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("adx") {
             b.define("__ADX__", None);

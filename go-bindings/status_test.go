@@ -73,8 +73,8 @@ func TestAdmissionUnderLoad(t *testing.T) {
 	}
 	ctx := context.Background()
 	req := Request{Phase1Output: fixture, SectorNum: testSector, ProverID: ProverID(testMiner)}
-	// What stays reserved once the parameters are loaded: their host copy where the CPU (or
-	// supraseal) proves, nothing where cuzk's GPU prover holds them on the device.
+	// What stays reserved once the parameters are loaded: their host copy where the CPU proves
+	// (or the GPU prover streams them), nothing where the GPU holds them in its memory.
 	first, err := engine.Submit(ctx, req)
 	if err != nil {
 		t.Fatal(err)

@@ -35,9 +35,10 @@ typedef xyzz_t<fp2_t> bucket2_t;
 typedef bucket2_t::affine_t affine2_t;
 typedef fr_t scalar_t;
 
-// supraseal-c2, linked into the same library, includes these headers too, and sppark's one
-// non-template kernel, `sort`, would then be defined twice: ours gets another name. Everything
-// the header pulls in is included first, so that the rename reaches only sppark's kernel.
+// sppark's one non-template kernel, `sort`, would clash with any other sppark-based code linked
+// into the same program (filecoin-ffi's supraseal in a Curio binary that also links cuzk): ours
+// gets another name. Everything the header pulls in is included first, so that the rename
+// reaches only sppark's kernel.
 #include <cassert>
 #include <cooperative_groups.h>
 #include <cuda.h>
@@ -396,7 +397,7 @@ static uint32_t msm_knob(const char* name, uint32_t lo, uint32_t hi)
     return x >= (long)lo && x <= (long)hi ? (uint32_t)x : 0;
 }
 
-static msm_shape_t msm_shape(size_t n)
+static msm_shape_t msm_shape(size_t n, size_t max_stride = SIZE_MAX)
 {
     static const uint32_t knob_wbits = msm_knob("CUZK_MSM_WBITS", 10, 18);
     static const uint32_t knob_batches = msm_knob("CUZK_MSM_BATCHES", 1, 64);
@@ -417,6 +418,8 @@ static msm_shape_t msm_shape(size_t n)
     s.batches = (uint32_t)std::max<size_t>(1, (n + ((size_t)1 << 24) - 1) >> 24);
     if (large && knob_batches)
         s.batches = knob_batches;
+    if (max_stride < SIZE_MAX)
+        s.batches = std::max<uint32_t>(s.batches, (uint32_t)((n + max_stride - 1) / max_stride));
     size_t stride = (n + s.batches - 1) / s.batches;
     s.stride = std::max<size_t>(WARP_SZ, (stride + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1));
     return s;
@@ -492,6 +495,40 @@ struct msm_ws_t {
     }
 };
 
+// Bases that stay in pinned host memory (the streamed parameter mode), copied batch by batch
+// into one of two device buffers on a copy stream of their own, so that a batch's copy
+// overlaps the previous batch's kernels.
+template<class affine_dev>
+struct base_stream_t {
+    affine_dev* buf[2] = {nullptr, nullptr};
+    size_t cap = 0;  // points per buffer: the MSM's batches are at most this long
+    cudaStream_t copy = nullptr;
+    cudaEvent_t copied[2] = {nullptr, nullptr}, freed[2] = {nullptr, nullptr};
+
+    explicit base_stream_t(size_t points) : cap(points)
+    {
+        for (int k = 0; k < 2; k++) {
+            CUDA_OK(cudaMalloc((void**)&buf[k], cap * sizeof(affine_dev)));
+            CUDA_OK(cudaEventCreateWithFlags(&copied[k], cudaEventDisableTiming));
+            CUDA_OK(cudaEventCreateWithFlags(&freed[k], cudaEventDisableTiming));
+        }
+        CUDA_OK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
+    }
+    ~base_stream_t()
+    {
+        if (copy) cudaStreamSynchronize(copy);
+        for (int k = 0; k < 2; k++) {
+            cudaFree(buf[k]);
+            if (copied[k]) cudaEventDestroy(copied[k]);
+            if (freed[k]) cudaEventDestroy(freed[k]);
+        }
+        if (copy) cudaStreamDestroy(copy);
+    }
+    base_stream_t(const base_stream_t&) = delete;
+    base_stream_t& operator=(const base_stream_t&) = delete;
+    size_t bytes() const { return 2 * cap * sizeof(affine_dev); }
+};
+
 // Two events the driver orders its streams with (no timing).
 struct msm_events_t {
     cudaEvent_t a = nullptr, b = nullptr;
@@ -543,15 +580,16 @@ static unsigned max_threads(K* f)
 // point per window in wins[0..nwins) and the window-0 "ones" in wins[nwins]: the result is
 // sum_y 2^(y*wbits) wins[y] + wins[nwins] (msm_finish). wins needs CUZK_MAX_WINS + 1 entries;
 // it is cleared first. Nothing waits for the GPU here. `sid` tells concurrent MSMs' work
-// counters apart (one MSM per sid at a time).
+// counters apart (one MSM per sid at a time). With `sb`, `bases` are in pinned host memory and
+// each batch's bases are copied into sb's buffers first.
 template<class bucket, class affine_dev>
 static msm_shape_t msm_enqueue(const gpu_t& gpu, msm_ws_t<bucket>& ws, msm_events_t& ev,
                                const affine_dev* bases, const fr_t* scalars, size_t n,
                                typename bucket::mem_t* wins, cudaStream_t st, cudaStream_t sd,
-                               uint32_t sid)
+                               uint32_t sid, base_stream_t<affine_dev>* sb = nullptr)
 {
     typedef typename bucket::mem_t bucket_d;
-    msm_shape_t s = msm_shape(n);
+    msm_shape_t s = msm_shape(n, sb ? sb->cap : SIZE_MAX);
     CUDA_OK(cudaMemsetAsync(wins, 0, (s.nwins + 1) * sizeof(bucket_d), st));
     if (n == 0)
         return s;
@@ -570,16 +608,29 @@ static msm_shape_t msm_enqueue(const gpu_t& gpu, msm_ws_t<bucket>& ws, msm_event
     size_t off = 0, num = std::min(s.stride, n);
     msm_digits(gpu, sd, s, scalars, num, digits, temps, hist);
     CUDA_OK(cudaEventRecord(ev.b, sd));
-    while (true) {
+    for (uint32_t batch = 0;; batch++) {
+        const affine_dev* pts = bases + off;
+        const int k = batch & 1;
+        if (sb) {
+            // Into the buffer the batch before last has finished with.
+            CUDA_OK(cudaStreamWaitEvent(sb->copy, sb->freed[k], 0));
+            CUDA_OK(cudaMemcpyAsync(sb->buf[k], bases + off, num * sizeof(affine_dev),
+                                    cudaMemcpyHostToDevice, sb->copy));
+            CUDA_OK(cudaEventRecord(sb->copied[k], sb->copy));
+            CUDA_OK(cudaStreamWaitEvent(st, sb->copied[k], 0));
+            pts = sb->buf[k];
+        }
         CUDA_OK(cudaStreamWaitEvent(st, ev.b, 0));
         // The bucket of digit +-1 in window 0: a plain sum (sppark's arrangement).
         batch_addition<bucket><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, st>>>(
-            ws.parts, bases + off, num, digits[0], hist[0][0]);
+            ws.parts, pts, num, digits[0], hist[0][0]);
         CUDA_OK(cudaGetLastError());
         launch_coop(st, accumulate<bucket, affine_dev>, dim3(gpu.sm_count()),
                     dim3(acc_threads), 0, ws.buckets, s.nwins, s.wbits,
-                    const_cast<affine_dev*>(bases + off), digits, hist, sid);
+                    const_cast<affine_dev*>(pts), digits, hist, sid);
         CUDA_OK(cudaEventRecord(ev.a, st));
+        if (sb)
+            CUDA_OK(cudaEventRecord(sb->freed[k], st));
         integrate<bucket><<<s.nwins, MSM_NTHREADS, sizeof(bucket) * MSM_NTHREADS / bucket::degree,
                             st>>>(ws.buckets, s.nwins, s.wbits, nbits);
         CUDA_OK(cudaGetLastError());
@@ -634,17 +685,26 @@ static point msm_finish(const bucket* wins, const msm_shape_t& s)
     return out;
 }
 
+// A circuit's parameters for one GPU. Resident: the bases in device memory. Streamed: the bases
+// stay in the caller's pinned host memory (cuzk_gpu_pin); h is then the host address, copied in
+// batch by batch through `hs`, and l, a, b1, b2 are the device's mapping of the host arrays,
+// read over the bus by the kernels that gather and sum them.
 struct cuzk_gpu_srs {
     int gpu;  // sppark's index of the device
+    bool streamed;
     affine_d* h;
     affine_d* l;
     affine_d* a;
     affine_d* b1;
     affine2_d* b2;
     size_t nh, nl, na, nb;
-    size_t bytes;
+    size_t bytes;           // device memory held
     struct prove_ws_t* ws;  // the prover's working buffers (calls on one GPU do not overlap)
+    base_stream_t<affine_d>* hs;  // streamed: the H bases' device buffers
 };
+
+// Batches of the streamed H MSM hold at most this many bases (2 x 400 MB of device buffers).
+#define CUZK_STREAM_STRIDE ((size_t)1 << 22)
 
 // One partition's inputs in device memory, with the stream that copies them in: while one
 // partition's kernels run, the next one's upload proceeds on its own stage.
@@ -891,7 +951,10 @@ static void split_stage(const gpu_t& gpu, cuzk_gpu_stage* g, cudaStream_t st)
 static void free_srs(cuzk_gpu_srs* s)
 {
     delete s->ws;
-    cudaFree(s->h); cudaFree(s->l); cudaFree(s->a); cudaFree(s->b1); cudaFree(s->b2);
+    delete s->hs;
+    if (!s->streamed) {
+        cudaFree(s->h); cudaFree(s->l); cudaFree(s->a); cudaFree(s->b1); cudaFree(s->b2);
+    }
     delete s;
 }
 
@@ -970,12 +1033,35 @@ static void compact_ab(const gpu_t& gpu, cuzk_gpu_stage* g, cudaStream_t st,
 
 extern "C" {
 
-// Copies one circuit's bases to GPU `ordinal` (a CUDA device ordinal). The host arrays are in
-// blst's affine layout (G1: 96 bytes, G2: 192 bytes per point). On success *out owns the device
-// memory until cuzk_gpu_srs_free.
+// Pins `bytes` of host memory at `p` for every GPU (page-locked, mapped into the devices'
+// address space), for parameters proved in the streamed mode. The memory must stay allocated
+// until cuzk_gpu_unpin. Returns 0 on success.
+int cuzk_gpu_pin(void* p, size_t bytes, char* err, size_t errlen)
+{
+    if (!bytes)
+        return 0;
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        put_err(err, errlen, cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+void cuzk_gpu_unpin(void* p)
+{
+    if (p && cudaHostUnregister(p) != cudaSuccess)
+        cudaGetLastError();
+}
+
+// A circuit's bases for GPU `ordinal` (a CUDA device ordinal), in blst's affine layout (G1: 96
+// bytes, G2: 192 bytes per point). Resident (streamed == 0): copied into device memory, which
+// *out owns. Streamed: the host arrays, pinned by cuzk_gpu_pin, stay where they are and must
+// outlive *out. On success *out holds its device memory until cuzk_gpu_srs_free.
 int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_t nl,
                      const void* a, size_t na, const void* b1, const void* b2, size_t nb,
-                     cuzk_gpu_srs** out, char* err, size_t errlen)
+                     int streamed, cuzk_gpu_srs** out, char* err, size_t errlen)
 {
     *out = nullptr;
     cuzk_gpu_srs* s = nullptr;
@@ -989,20 +1075,32 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
         select_gpu(idx);
         s = new cuzk_gpu_srs{};
         s->gpu = idx;
+        s->streamed = streamed != 0;
         s->nh = nh; s->nl = nl; s->na = na; s->nb = nb;
         auto up = [&](void** dst, const void* src, size_t n, size_t sz) {
             if (n == 0) return;
+            if (s->streamed) {
+                CUDA_OK(cudaHostGetDevicePointer(dst, const_cast<void*>(src), 0));
+                return;
+            }
             CUDA_OK(cudaMalloc(dst, n * sz));
             CUDA_OK(cudaMemcpy(*dst, src, n * sz, cudaMemcpyHostToDevice));
             s->bytes += n * sz;
         };
-        up((void**)&s->h, h, nh, sizeof(affine_d));
+        if (s->streamed) {
+            s->h = (affine_d*)h;
+            s->hs = new base_stream_t<affine_d>{std::min(std::max<size_t>(nh, 1),
+                                                         CUZK_STREAM_STRIDE)};
+            s->bytes += s->hs->bytes();
+        } else {
+            up((void**)&s->h, h, nh, sizeof(affine_d));
+        }
         up((void**)&s->l, l, nl, sizeof(affine_d));
         up((void**)&s->a, a, na, sizeof(affine_d));
         up((void**)&s->b1, b1, nb, sizeof(affine_d));
         up((void**)&s->b2, b2, nb, sizeof(affine2_d));
         s->ws = new prove_ws_t{select_gpu(idx).sm_count()};
-        s->ws->h.reserve(msm_shape(nh));
+        s->ws->h.reserve(msm_shape(nh, s->hs ? s->hs->cap : SIZE_MAX));
         s->bytes += s->ws->bytes();
         *out = s;
         return 0;
@@ -1327,7 +1425,7 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
         const size_t nw = CUZK_MAX_WINS + 1;
         msm_shape_t sh[5];
         sh[0] = msm_enqueue<bucket_t, affine_d>(gpu, w.h, w.ev, s->h, d[0], s->nh, w.res1, st,
-                                                sd, 0);
+                                                sd, 0, s->hs);
         CUDA_OK(cudaEventRecord(w.tm[2], st));
 
         // L, A and B: a Pippenger MSM over the others (their bases gathered), plus the sum of

@@ -33,6 +33,12 @@
 #                                   # and the 10-partition stream against the incumbent
 #   scripts/device-plan.sh h200-msm-2k # the same calls and stream on the real 2KiB circuit
 #   scripts/device-plan.sh h200-msm-scaled # and on the scaled fixture
+#   scripts/device-plan.sh h200-streamed # issue 13: parameters resident and streamed (self-tests,
+#                                   # memcheck), then the scaled and real 2KiB fixtures: calls in
+#                                   # both modes and streams against the incumbent (the real
+#                                   # 2KiB parameters are generated in the background meanwhile)
+# Plans before h200-streamed ran builds that still had supraseal-c2's backend
+# (CUZK_GPU_PROVER=supraseal); it was removed after h200-msm.
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
@@ -204,17 +210,30 @@ case ${1:-} in
     echo "ncu: exit $?, $(grep -c gpu__time_duration "$OUT/ncu-p10.csv") kernels"; pack
     $D bench p10-msm p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
     ;;
-  h200-msm-2k)
-    $D setup 2k
-    $D calls calls-msm-2k 2k 1 1,4 --compare-cpu --compact
-    CUZK_GPU_PROVER=supraseal $D calls calls-supra-2k 2k 1 1,4
-    $D bench 2k-msm 2k 30 -j 16 $SUPRA --baseline-jobs 1 --baseline-count 8
-    ;;
-  h200-msm-scaled)
+  h200-streamed)
+    # issue 13: the streamed parameter mode beside the resident one; supraseal's backend gone.
+    T0=$SECONDS
+    $D info
+    # The real 2KiB parameters take minutes on one core: made in the background meanwhile.
+    ( scripts/device-bench.sh setup 2k > "$OUT/setup-2k.out" 2>&1 ) &
+    SETUP2K=$!
     $D setup scaled
-    $D calls calls-msm-scaled scaled 1 1,4 --compare-cpu --compact
-    CUZK_GPU_PROVER=supraseal $D calls calls-supra-scaled scaled 1 1,4
+    for n in 600 5000 65536; do $D selftest $n; done
+    compute-sanitizer --tool memcheck .dev/cuzk selftest --constraints 600 > "$OUT/sanitize-memcheck.log" 2>&1
+    echo "memcheck: exit $?: $(grep 'ERROR SUMMARY' "$OUT/sanitize-memcheck.log")"; pack
+    $D calls calls-scaled scaled 1 1,4 --compare-cpu --compact
+    CUZK_GPU_PARAMS=streamed $D calls calls-scaled-streamed scaled 1 1 --compact
     $D bench scaled-msm scaled 12 -j 4 $SUPRA --baseline-jobs 1 --baseline-count 2
+    # The real 2KiB circuit if its parameters are ready in time (this call has 600 s).
+    while kill -0 $SETUP2K 2>/dev/null && (( SECONDS - T0 < 450 )); do sleep 5; done
+    cat "$OUT/setup-2k.out"
+    if ! kill -0 $SETUP2K 2>/dev/null; then
+      $D calls calls-2k 2k 1 1,4 --compare-cpu --compact
+      CUZK_GPU_PARAMS=streamed $D calls calls-2k-streamed 2k 1 1 --compact
+      $D bench 2k-msm 2k 30 -j 16 $SUPRA --baseline-jobs 1 --baseline-count 8
+    else
+      echo "real 2KiB parameters not ready after $((SECONDS - T0)) s: skipped"
+    fi
     ;;
   h200-go)
     # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
@@ -223,7 +242,7 @@ case ${1:-} in
     $D setup 2k
     $D go
     ;;
-  *) echo "usage: $0 h200-msm|h200-msm-2k|h200-msm-scaled|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
+  *) echo "usage: $0 h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"

@@ -154,7 +154,7 @@ pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 
 /// Runs `f`, turning a panic inside it into an error with `status` and the message
 /// "`what` panicked: ...". Every place that catches panics (the C boundary, the worker loops,
-/// calls into the proofs crates and into supraseal) goes through this.
+/// calls into the proofs crates and the GPU prover) goes through this.
 pub fn catch<T>(what: &str, status: Status, f: impl FnOnce() -> Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,

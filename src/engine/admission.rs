@@ -7,10 +7,10 @@
 //! - less the bytes that requests already waiting for memory have asked for, and those that
 //!   partitions queued ahead of the new job (same or higher priority) will reserve;
 //! - less the parameters the new job (or a queued one) would still load and keep in host
-//!   memory (the CPU prover's copy, supraseal's pinned one);
+//!   memory (the CPU prover's copy, the GPU prover's pinned one when it streams them);
 //! - divided by the bytes one partition of the proof type reserves.
 //!
-//! A GPU prover that reads the parameters only to copy them to the device (cuzk's own) needs
+//! A GPU prover that reads the parameters only to copy them to the device (resident) needs
 //! that room for a moment, before the job's partitions reserve theirs: no partition fits
 //! while the room left is less than the file, and none is taken off beside the partitions.
 //!

@@ -28,7 +28,7 @@ pub fn select_backends(cfg: &Config) -> Result<Vec<Box<dyn ProverBackend>>> {
     #[cfg(feature = "cuda")]
     {
         match crate::prover::gpu::discover(cfg.gpu_wait_blocking.unwrap_or(true)) {
-            crate::prover::gpu::Discovery::Devices(found, visible) => {
+            crate::prover::gpu::Discovery::Devices(found) => {
                 if let Some(n) = limit {
                     if n > found.len() {
                         return Err(Error::invalid_argument(format!(
@@ -37,53 +37,23 @@ pub fn select_backends(cfg: &Config) -> Result<Vec<Box<dyn ProverBackend>>> {
                         )));
                     }
                 }
-                let say = |chosen: &[crate::sys::cuda::CudaDevice], prover: &str| {
-                    for d in chosen {
-                        log::info!(
-                            "cuzk: proving on GPU {} ({}, sm_{}{}, {} SMs, {} MiB free) with {prover}",
-                            d.ordinal,
-                            d.name,
-                            d.capability.0,
-                            d.capability.1,
-                            d.multiprocessors,
-                            d.free_mem >> 20
-                        );
-                    }
-                };
-                if cfg.gpu_prover == Some(super::config::GpuProver::Cuzk) {
-                    let mut chosen = found;
-                    chosen.truncate(limit.unwrap_or(usize::MAX));
-                    say(&chosen, "cuzk's GPU prover");
-                    return Ok(vec![Box::new(crate::prover::cuzk_gpu::CuzkGpuProver::new(
-                        chosen, gpu_batch,
-                    ))]);
-                }
-                // supraseal addresses GPUs by position from 0: use the leading run of usable
-                // ones, up to the number asked for.
-                let mut chosen: Vec<_> = found
-                    .into_iter()
-                    .enumerate()
-                    .take_while(|(i, d)| *i == d.ordinal)
-                    .map(|(_, d)| d)
-                    .collect();
+                let mut chosen = found;
                 chosen.truncate(limit.unwrap_or(usize::MAX));
-                if chosen.is_empty() {
-                    log::warn!(
-                        "cuzk: GPU 0 is not usable (supraseal needs it): proving on the CPU"
-                    );
-                    return Ok(cpu());
-                }
-                say(&chosen, "supraseal-c2's GPU prover");
-                if chosen.len() < visible {
-                    log::warn!(
-                        "cuzk: using {} of the {visible} GPUs this process sees: one partition per GPU \
-                         per call (supraseal spreads a call over every visible GPU); to pick GPUs \
-                         and keep batched calls, set CUDA_VISIBLE_DEVICES instead",
-                        chosen.len()
+                for d in &chosen {
+                    log::info!(
+                        "cuzk: proving on GPU {} ({}, sm_{}{}, {} SMs, {} MiB free)",
+                        d.ordinal,
+                        d.name,
+                        d.capability.0,
+                        d.capability.1,
+                        d.multiprocessors,
+                        d.free_mem >> 20
                     );
                 }
-                Ok(vec![Box::new(crate::prover::gpu::SuprasealProver::new(
-                    chosen, visible, gpu_batch,
+                Ok(vec![Box::new(crate::prover::cuzk_gpu::CuzkGpuProver::new(
+                    chosen,
+                    gpu_batch,
+                    cfg.gpu_params.unwrap_or(super::config::GpuParams::Auto),
                 ))])
             }
             crate::prover::gpu::Discovery::None(why) => {

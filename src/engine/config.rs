@@ -12,7 +12,7 @@
 //! | `CUZK_DEVICE_COOLDOWN_S` | [`Config::device_cooldown`] |
 //! | `CUZK_SYNTHESIS` | [`Config::synthesis`] (`full`, `pce` or `pce-host`) |
 //! | `CUZK_PCE_DIR` | [`Config::pce_dir`] |
-//! | `CUZK_GPU_PROVER` | [`Config::gpu_prover`] (`cuzk` or `supraseal`) |
+//! | `CUZK_GPU_PARAMS` | [`Config::gpu_params`] (`auto`, `resident` or `streamed`) |
 //!
 //! A field left at its automatic value (0, empty, `None`) takes the variable, else the
 //! built-in default; a value set in the `Config` wins over the environment.
@@ -57,15 +57,7 @@ impl SynthesisMode {
     }
 }
 
-/// Which GPU prover a `cuda` build uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GpuProver {
-    /// supraseal-c2's (several partitions per call, host-side scalar split and G2 tail).
-    Supraseal,
-    /// cuzk's own (`kernels/groth16.cu`): the whole proof on the GPU, parameters resident,
-    /// one partition at a time per GPU.
-    Cuzk,
-}
+pub use crate::prover::GpuParams;
 
 /// Engine configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,9 +111,9 @@ pub struct Config {
     /// Directory of the circuits' recordings (`*.cuzk-pce`). Empty: `CUZK_PCE_DIR`, else the
     /// parameter directory.
     pub pce_dir: PathBuf,
-    /// GPU prover of a `cuda` build. None: `CUZK_GPU_PROVER` (`cuzk` or `supraseal`), else
-    /// cuzk's own (faster on every fixture measured, BENCHMARKS.md section 8).
-    pub gpu_prover: Option<GpuProver>,
+    /// Where the GPU prover keeps the parameters. None: `CUZK_GPU_PARAMS` (`auto`,
+    /// `resident` or `streamed`), else automatic.
+    pub gpu_params: Option<GpuParams>,
 }
 
 impl Default for Config {
@@ -151,7 +143,7 @@ impl Default for Config {
             device_cooldown: Duration::ZERO,
             synthesis: None,
             pce_dir: PathBuf::new(),
-            gpu_prover: None,
+            gpu_params: None,
         }
     }
 }
@@ -249,12 +241,13 @@ impl Config {
                 ],
             ));
         }
-        if self.gpu_prover.is_none() {
-            self.gpu_prover = Some(env_choice(
-                "CUZK_GPU_PROVER",
+        if self.gpu_params.is_none() {
+            self.gpu_params = Some(env_choice(
+                "CUZK_GPU_PARAMS",
                 &[
-                    ("cuzk", GpuProver::Cuzk),
-                    ("supraseal", GpuProver::Supraseal),
+                    ("auto", GpuParams::Auto),
+                    ("resident", GpuParams::Resident),
+                    ("streamed", GpuParams::Streamed),
                 ],
             ));
         }
@@ -307,7 +300,7 @@ impl Config {
             && want.device_cooldown == running.device_cooldown
             && want.synthesis == running.synthesis
             && want.pce_dir == running.pce_dir
-            && want.gpu_prover == running.gpu_prover
+            && want.gpu_params == running.gpu_params
     }
 
     /// The synthesis path (of a resolved configuration).
@@ -318,26 +311,26 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use super::{Config, GpuProver};
+    use super::{Config, GpuParams};
 
     #[test]
-    fn the_gpu_prover_is_part_of_what_must_match() {
+    fn the_gpu_parameter_mode_is_part_of_what_must_match() {
         let running = Config {
-            gpu_prover: Some(GpuProver::Supraseal),
+            gpu_params: Some(GpuParams::Streamed),
             ..Config::default()
         }
         .resolved();
         let same = Config {
-            gpu_prover: Some(GpuProver::Supraseal),
+            gpu_params: Some(GpuParams::Streamed),
             ..Config::default()
         };
         let other = Config {
-            gpu_prover: Some(GpuProver::Cuzk),
+            gpu_params: Some(GpuParams::Resident),
             ..Config::default()
         };
         assert!(same.matches(&running));
         assert!(!other.matches(&running));
         // A setting given explicitly survives resolution.
-        assert_eq!(other.resolved().gpu_prover, Some(GpuProver::Cuzk));
+        assert_eq!(other.resolved().gpu_params, Some(GpuParams::Resident));
     }
 }

@@ -46,7 +46,7 @@ pub use self::{
     admission::{seal_proof_from_abi, Admission, AdmissionReason},
     backends::select_backends,
     config::{
-        default_params_dir, Config, GpuProver, SynthesisMode, CANCELLED_RETENTION,
+        default_params_dir, Config, GpuParams, SynthesisMode, CANCELLED_RETENTION,
         DEFAULT_DEVICE_COOLDOWN, DEFAULT_GPU_BATCH, DEFAULT_JOB_RETENTION, DEFAULT_MAX_C1_BYTES,
         DEFAULT_MAX_JOBS,
     },

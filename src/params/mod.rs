@@ -2,7 +2,7 @@
 //! they describe, and the parameter cache (checked once per circuit, kept resident, accounted
 //! in the memory budget).
 //!
-//! Before any prover (bellperson's reader, supraseal-c2's mapping) touches a `.params` file,
+//! Before any prover (bellperson's reader, the GPU prover's base reader) touches a `.params` file,
 //! [`check_file`] walks its section headers and requires the file to end exactly where its
 //! last section does, so that no reader can run past the end of a truncated file. The `.vk`
 //! file next to it (what filecoin-proofs' `verify_seal`, and so the chain, uses) must hold the

@@ -9,7 +9,11 @@
 //! Devices are independent: a batch of n partitions goes one per usable GPU, each GPU proving
 //! its share in turn under its own lock, so no call waits on another GPU and there is no
 //! process-wide lock. Parameters are read from the `.params` file once per circuit and copied
-//! to every GPU that proves it; device memory holds them until the engine shuts down.
+//! to every GPU that proves it; device memory holds them until the engine shuts down
+//! (resident). Where a GPU cannot hold them beside its working buffers (or `CUZK_GPU_PARAMS=
+//! streamed`), one pinned copy in host memory serves every such GPU instead: the H bases are
+//! copied in batch by batch during each partition and the others read over the bus
+//! (streamed).
 
 use std::{
     collections::HashMap,
@@ -27,16 +31,18 @@ use parking_lot::Mutex;
 
 use super::{
     cpu::{assemble_proof, check_size},
-    prove_one_as_batch, ClassedWitness, ProverBackend, ProvingAssignment, SparseR1cs, StageTimes,
+    prove_one_as_batch, ClassedWitness, GpuParams, ProverBackend, ProvingAssignment, SparseR1cs,
+    StageTimes,
 };
 use crate::{
+    budget::Reservation,
     error::{Error, Result, Status},
     params::{FileStamp, Srs},
     sys::{
         cuda,
         gpu_prover::{
-            CompactInput, DeviceRecording, DeviceSrs, MsmResults, PartitionInput, SparseMatrix,
-            Stage,
+            CompactInput, DeviceRecording, DeviceSrs, MsmResults, PartitionInput, PinnedBases,
+            SparseMatrix, Stage,
         },
     },
 };
@@ -44,6 +50,8 @@ use crate::{
 struct Loaded {
     dev: DeviceSrs,
     generation: u64,
+    /// Streamed: the budget's hold on the pinned host copy (shared by the GPUs using it).
+    _host_copy: Option<Arc<Reservation>>,
 }
 
 enum Held {
@@ -75,10 +83,12 @@ pub struct CuzkGpuProver {
     per_gpu: usize,
     /// One loader at a time: parameters are read once and copied to every GPU lacking them.
     loading: Mutex<()>,
+    /// Where the parameters go.
+    params: GpuParams,
 }
 
 impl CuzkGpuProver {
-    pub fn new(devices: Vec<cuda::CudaDevice>, per_gpu: usize) -> Self {
+    pub fn new(devices: Vec<cuda::CudaDevice>, per_gpu: usize, params: GpuParams) -> Self {
         let gpus: Vec<Gpu> = devices
             .iter()
             .map(|d| Gpu {
@@ -109,6 +119,7 @@ impl CuzkGpuProver {
             gpus,
             per_gpu: per_gpu.max(1),
             loading: Mutex::new(()),
+            params,
         }
     }
 
@@ -144,6 +155,33 @@ impl CuzkGpuProver {
             // A copy of an older version of the file goes first (its device memory comes back).
             self.gpus[i].srs.lock().remove(&srs.path);
         }
+        // Where each GPU keeps them: resident where its free memory holds them beside the
+        // working buffers (or as configured), else streamed from one pinned host copy.
+        let streamed: Vec<bool> = want
+            .iter()
+            .map(|&i| match self.params {
+                GpuParams::Resident => false,
+                GpuParams::Streamed => true,
+                GpuParams::Auto => {
+                    let need = srs.file_len + working_bytes(srs);
+                    match cuda::device(self.gpus[i].ordinal) {
+                        Ok(d) if d.free_mem >= need => false,
+                        Ok(d) => {
+                            log::info!(
+                                "{}: {} MiB free, {} MiB needed to hold {} with the working \
+                                 buffers: its parameters are streamed from host memory",
+                                self.gpus[i].name,
+                                d.free_mem >> 20,
+                                need >> 20,
+                                srs.path.display()
+                            );
+                            true
+                        }
+                        Err(_) => false,
+                    }
+                }
+            })
+            .collect();
         let t = Instant::now();
         let bases = srs
             .budget()
@@ -152,8 +190,8 @@ impl CuzkGpuProver {
                 Error::new(
                     Status::ResourceExhausted,
                     format!(
-                        "reading {} for the GPU needs {} MiB of host memory for a moment, \
-                         more than the memory budget has free",
+                        "reading {} for the GPU needs {} MiB of host memory, more than the \
+                         memory budget has free",
                         srs.path.display(),
                         srs.file_len >> 20
                     ),
@@ -161,13 +199,34 @@ impl CuzkGpuProver {
             })
             .and_then(|reservation| srs.read_bases().map(|b| (b, reservation)));
         let read_ms = t.elapsed().as_secs_f64() * 1e3;
-        for &i in &want {
-            let gpu = &self.gpus[i];
-            let held = match &bases {
-                Err(e) => Held::Failed(e.clone(), srs.stamp.clone()),
-                Ok((b, _)) => {
-                    let t = Instant::now();
-                    let _busy = gpu.busy.lock();
+        let failed = |e: Error| Held::Failed(e, srs.stamp.clone());
+        let no_room = |gpu: &Gpu, e: String| {
+            failed(Error::new(
+                Status::ResourceExhausted,
+                format!(
+                    "{}: cannot hold the parameters {} in device memory: {e}",
+                    gpu.name,
+                    srs.path.display()
+                ),
+            ))
+        };
+        let mut held: Vec<(usize, Held)> = Vec::new();
+        let (b, reservation) = match bases {
+            Err(e) => {
+                for &i in &want {
+                    held.push((i, failed(e.clone())));
+                }
+                (None, None)
+            }
+            Ok((b, r)) => (Some(b), Some(r)),
+        };
+        if let Some(b) = &b {
+            for (&i, _) in want.iter().zip(&streamed).filter(|(_, s)| !**s) {
+                let gpu = &self.gpus[i];
+                let t = Instant::now();
+                let _busy = gpu.busy.lock();
+                held.push((
+                    i,
                     match DeviceSrs::upload(gpu.ordinal, &b.h, &b.l, &b.a, &b.b_g1, &b.b_g2) {
                         Ok(dev) => {
                             log::info!(
@@ -182,23 +241,68 @@ impl CuzkGpuProver {
                             Held::Loaded(Arc::new(Loaded {
                                 dev,
                                 generation: srs.generation,
+                                _host_copy: None,
                             }))
                         }
-                        Err(e) => Held::Failed(
-                            Error::new(
-                                Status::ResourceExhausted,
-                                format!(
-                                    "{}: cannot hold the parameters {} in device memory: {e}",
-                                    gpu.name,
-                                    srs.path.display()
-                                ),
-                            ),
-                            srs.stamp.clone(),
-                        ),
+                        Err(e) => no_room(gpu, e),
+                    },
+                ));
+            }
+        }
+        if let (Some(b), Some(reservation)) = (b, reservation) {
+            let to_stream: Vec<usize> = want
+                .iter()
+                .zip(&streamed)
+                .filter(|(_, s)| **s)
+                .map(|(&i, _)| i)
+                .collect();
+            if !to_stream.is_empty() {
+                let t = Instant::now();
+                match PinnedBases::new(b.h, b.l, b.a, b.b_g1, b.b_g2) {
+                    Err(e) => {
+                        let e = Error::new(
+                            Status::ResourceExhausted,
+                            format!("{}: {e}", srs.path.display()),
+                        );
+                        for &i in &to_stream {
+                            held.push((i, failed(e.clone())));
+                        }
+                    }
+                    Ok(pinned) => {
+                        let (pinned, hold) = (Arc::new(pinned), Arc::new(reservation));
+                        let pin_ms = t.elapsed().as_secs_f64() * 1e3;
+                        for &i in &to_stream {
+                            let gpu = &self.gpus[i];
+                            let _busy = gpu.busy.lock();
+                            held.push((
+                                i,
+                                match DeviceSrs::streamed(gpu.ordinal, pinned.clone()) {
+                                    Ok(dev) => {
+                                        log::info!(
+                                            "{}: parameters {} streamed from pinned host memory \
+                                             ({} MiB pinned in {:.0} ms, {} MiB on the GPU)",
+                                            gpu.name,
+                                            srs.path.display(),
+                                            pinned.bytes() >> 20,
+                                            pin_ms,
+                                            dev.bytes() >> 20
+                                        );
+                                        Held::Loaded(Arc::new(Loaded {
+                                            dev,
+                                            generation: srs.generation,
+                                            _host_copy: Some(hold.clone()),
+                                        }))
+                                    }
+                                    Err(e) => no_room(gpu, e),
+                                },
+                            ));
+                        }
                     }
                 }
-            };
-            gpu.srs.lock().insert(srs.path.clone(), held);
+            }
+        }
+        for (i, h) in held {
+            self.gpus[i].srs.lock().insert(srs.path.clone(), h);
         }
         self.held(g, srs)
             .unwrap_or_else(|| Err(Error::internal("parameters vanished while loading")))
@@ -530,6 +634,16 @@ impl CuzkGpuProver {
     }
 }
 
+/// Device memory a GPU needs beside the parameters to prove `srs`'s circuit, estimated from
+/// the buffers `kernels/groth16.cu` allocates: two partitions' buffers (a, b, c over the
+/// domain; the aux values and the A and B scalars; their split lists), the H MSM's digits and
+/// buckets, the circuit's recording (~45 bytes per constraint), and 512 MiB to spare.
+fn working_bytes(srs: &Srs) -> u64 {
+    let (domain, aux) = (srs.size.domain() as u64, (srs.size.aux + srs.size.inputs) as u64);
+    let stage = 3 * 32 * domain + (3 * 32 + 12) * aux;
+    2 * stage + 80 * domain + 45 * domain + (512 << 20)
+}
+
 impl ProverBackend for CuzkGpuProver {
     fn name(&self) -> &'static str {
         self.name
@@ -539,9 +653,16 @@ impl ProverBackend for CuzkGpuProver {
         true
     }
 
-    /// The parameters are read into host memory only while they are copied to the GPUs.
+    /// Resident parameters are read into host memory only while they are copied to the
+    /// GPUs; streamed ones stay there (pinned).
     fn keeps_host_copy(&self) -> bool {
-        false
+        self.params == GpuParams::Streamed
+            || self.gpus.iter().any(|g| {
+                g.srs
+                    .lock()
+                    .values()
+                    .any(|h| matches!(h, Held::Loaded(l) if l.dev.is_streamed()))
+            })
     }
 
     fn devices(&self) -> Vec<String> {
@@ -652,7 +773,7 @@ impl ProverBackend for CuzkGpuProver {
 
 #[cfg(test)]
 mod tests {
-    use super::{cuda::CudaDevice, CuzkGpuProver, ProverBackend};
+    use super::{cuda::CudaDevice, CuzkGpuProver, GpuParams, ProverBackend};
 
     fn dev(ordinal: usize) -> CudaDevice {
         CudaDevice {
@@ -667,7 +788,7 @@ mod tests {
 
     #[test]
     fn a_batch_is_split_over_the_gpus_in_service_only() {
-        let p = CuzkGpuProver::new(vec![dev(0), dev(1)], 4);
+        let p = CuzkGpuProver::new(vec![dev(0), dev(1)], 4, GpuParams::Auto);
         assert_eq!(p.devices(), ["cuda:0", "cuda:1"]);
         assert_eq!(p.max_batch(), 8);
         let placed: Vec<usize> = (0..8).map(|i| p.device_for(i, 8)).collect();
@@ -675,7 +796,7 @@ mod tests {
         // An uneven batch: the first GPU takes one more.
         let placed: Vec<usize> = (0..3).map(|i| p.device_for(i, 3)).collect();
         assert_eq!(placed, [0, 0, 1]);
-        // GPU 0 out of service: everything goes to GPU 1 (no positional rule as supraseal's).
+        // GPU 0 out of service: everything goes to GPU 1 (no positional rule).
         assert!(p.set_enabled(0, false));
         assert_eq!(p.max_batch(), 4);
         assert!((0..4).all(|i| p.device_for(i, 4) == 1));

@@ -16,6 +16,20 @@ use blstrs::{Bls12, Scalar as Fr};
 
 use crate::{error::Result, params::Srs};
 
+/// Where the GPU prover keeps a circuit's parameters (its bases).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuParams {
+    /// Resident on each GPU whose free memory holds them beside the working buffers of two
+    /// partitions; streamed elsewhere.
+    Auto,
+    /// Copied into every GPU's memory; a GPU that cannot hold them refuses the circuit.
+    Resident,
+    /// Kept once in pinned host memory (charged to the memory budget): each partition copies
+    /// the H bases in batch by batch and reads the others over the bus. For cards too small
+    /// for the parameters (a 32 GiB circuit's ~47 GB on a 24 GB card).
+    Streamed,
+}
+
 /// Time spent in the stages of one partition's proof, in milliseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StageTimes {
@@ -81,10 +95,10 @@ pub trait ProverBackend: Send + Sync {
     }
 
     /// For a GPU backend: whether `prepare` keeps a copy of the parameters in host memory,
-    /// charged to the budget while they are loaded (supraseal's pinned copy), rather than
-    /// reading them into host memory only for a moment to copy them to the device (cuzk's own
-    /// prover). Admission counts a kept copy beside the partitions, a passing one only as room
-    /// needed while it is read.
+    /// charged to the budget while they are loaded (cuzk's GPU prover with streamed
+    /// parameters: a pinned copy), rather than reading them into host memory only for a
+    /// moment to copy them to the device (resident parameters). Admission counts a kept copy
+    /// beside the partitions, a passing one only as room needed while it is read.
     fn keeps_host_copy(&self) -> bool {
         true
     }
@@ -218,8 +232,8 @@ pub fn prove_one_as_batch<B: ProverBackend + ?Sized>(
     })
 }
 
-/// The device (of `g`) that item `i` of a batch of `n` runs on, the way supraseal-c2 spreads a
-/// call's circuits: contiguous runs, the first `n % g` devices taking one more.
+/// The device (of `g`) that item `i` of a batch of `n` runs on: contiguous runs, the first
+/// `n % g` devices taking one more.
 pub fn batch_device(i: usize, n: usize, g: usize) -> usize {
     let g = g.clamp(1, n.max(1));
     let (per, rem) = (n / g, n % g);
@@ -236,7 +250,7 @@ mod tests {
     use super::batch_device as gpu_of;
 
     #[test]
-    fn circuits_map_to_gpus_like_supraseal() {
+    fn a_batch_maps_to_gpus_in_contiguous_runs() {
         // n = 5 on 2 GPUs: 3 then 2.
         assert_eq!(
             (0..5).map(|i| gpu_of(i, 5, 2)).collect::<Vec<_>>(),

@@ -117,24 +117,25 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
 
     let srs = SrsCache::new(dir.to_path_buf()).get(&id, &Budget::new(u64::MAX / 2))?;
     // The CPU first: every other backend's proof must be byte-identical to its proof for the
-    // same r and s. A cuda build tests both GPU provers.
+    // same r and s. A cuda build tests cuzk's GPU prover with the parameters resident on the
+    // GPU and streamed from host memory.
     let mut backends: Vec<(String, Box<dyn cuzk::prover::ProverBackend>)> =
         vec![("cpu".into(), Box::new(CpuProver))];
-    for kind in [engine::GpuProver::Supraseal, engine::GpuProver::Cuzk] {
-        if kind == engine::GpuProver::Cuzk && backends.len() == 1 {
+    for mode in [engine::GpuParams::Resident, engine::GpuParams::Streamed] {
+        if mode == engine::GpuParams::Streamed && backends.len() == 1 {
             break; // no GPU (said once, by the first look)
         }
         for b in engine::select_backends(&engine::Config {
             devices: devices.to_string(),
             gpu_batch: 1,
             params_dir: dir.to_path_buf(),
-            gpu_prover: Some(kind),
+            gpu_params: Some(mode),
             ..engine::Config::default()
         })? {
             if b.is_gpu() {
-                let label = match kind {
-                    engine::GpuProver::Supraseal => format!("{} supraseal", b.name()),
-                    engine::GpuProver::Cuzk => format!("{} cuzk", b.name()),
+                let label = match mode {
+                    engine::GpuParams::Streamed => format!("{} cuzk streamed", b.name()),
+                    _ => format!("{} cuzk", b.name()),
                 };
                 backends.push((label, b));
             }

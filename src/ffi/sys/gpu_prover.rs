@@ -11,6 +11,10 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
+// sppark's device table (`select_gpu`, `ngpus`, ...), which kernels/groth16.cu calls, is in the
+// native library the sppark crate builds (its util/all_gpus.cpp); naming the crate links it.
+extern crate sppark as _;
+
 use blstrs::{Fp, Fp2, G1Affine, G2Affine, Scalar as Fr};
 
 const _: () = assert!(std::mem::size_of::<G1Affine>() == 96);
@@ -97,10 +101,13 @@ extern "C" {
         b1: *const c_void,
         b2: *const c_void,
         nb: usize,
+        streamed: c_int,
         out: *mut *mut RawSrs,
         err: *mut c_char,
         errlen: usize,
     ) -> c_int;
+    fn cuzk_gpu_pin(p: *mut c_void, bytes: usize, err: *mut c_char, errlen: usize) -> c_int;
+    fn cuzk_gpu_unpin(p: *mut c_void);
     fn cuzk_gpu_srs_bytes(s: *const RawSrs) -> usize;
     fn cuzk_gpu_srs_free(s: *mut RawSrs);
     fn cuzk_gpu_stage_new(
@@ -158,9 +165,12 @@ fn message(buf: &[c_char]) -> String {
         .into_owned()
 }
 
-/// One circuit's bases in one GPU's memory; freed on drop.
+/// One circuit's parameters on one GPU: the bases in its memory (resident), or its working
+/// buffers beside bases in pinned host memory (streamed); freed on drop.
 pub struct DeviceSrs {
     raw: *mut RawSrs,
+    /// Streamed: the host bases, released after the handle (fields drop after `drop`).
+    _pinned: Option<std::sync::Arc<PinnedBases>>,
 }
 
 // SAFETY: the handle is only read by `prove`, which the CUDA side documents as safe to call
@@ -272,8 +282,92 @@ fn g2(raw: &[u64; 24]) -> G2Affine {
     G2Affine::from_raw_unchecked(x, y, false)
 }
 
+/// A circuit's bases held in host memory that every GPU can read (page-locked and mapped into
+/// the devices' address space), for the streamed parameter mode: the GPUs keep only working
+/// buffers and read the bases over the bus. Unpinned on drop, after every [`DeviceSrs`] made
+/// from it (each holds an `Arc`).
+pub struct PinnedBases {
+    h: Vec<G1Affine>,
+    l: Vec<G1Affine>,
+    a: Vec<G1Affine>,
+    b_g1: Vec<G1Affine>,
+    b_g2: Vec<G2Affine>,
+    pinned: Vec<(*mut c_void, usize)>,
+}
+
+// SAFETY: the bases are only read once pinned; pin and unpin happen in new and drop.
+unsafe impl Send for PinnedBases {}
+unsafe impl Sync for PinnedBases {}
+
+impl PinnedBases {
+    /// Pins the five arrays where they are (no copy). `b_g1` and `b_g2` must have the same
+    /// length.
+    pub fn new(
+        mut h: Vec<G1Affine>,
+        mut l: Vec<G1Affine>,
+        mut a: Vec<G1Affine>,
+        mut b_g1: Vec<G1Affine>,
+        mut b_g2: Vec<G2Affine>,
+    ) -> Result<PinnedBases, String> {
+        if b_g1.len() != b_g2.len() {
+            return Err(format!(
+                "b_g1 has {} points, b_g2 {}",
+                b_g1.len(),
+                b_g2.len()
+            ));
+        }
+        fn span<T>(v: &mut [T]) -> (*mut c_void, usize) {
+            (v.as_mut_ptr().cast(), std::mem::size_of_val(v))
+        }
+        // Moving a Vec keeps its heap buffer where it is: the spans stay valid below.
+        let spans = [
+            span(&mut h),
+            span(&mut l),
+            span(&mut a),
+            span(&mut b_g1),
+            span(&mut b_g2),
+        ];
+        let mut pinned = PinnedBases {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+            pinned: Vec::new(),
+        };
+        for (p, len) in spans {
+            if len == 0 {
+                continue;
+            }
+            let mut err = [0 as c_char; 1024];
+            // SAFETY: `p` points at `len` bytes of a vector this value owns and never resizes;
+            // it stays allocated until drop unpins it.
+            if unsafe { cuzk_gpu_pin(p, len, err.as_mut_ptr(), err.len()) } != 0 {
+                return Err(format!("pinning {} MiB: {}", len >> 20, message(&err)));
+            }
+            pinned.pinned.push((p, len));
+        }
+        Ok(pinned)
+    }
+
+    /// Host memory held, in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.pinned.iter().map(|(_, n)| *n as u64).sum()
+    }
+}
+
+impl Drop for PinnedBases {
+    fn drop(&mut self) {
+        for (p, _) in self.pinned.drain(..) {
+            // SAFETY: pinned by new, unpinned once; no DeviceSrs refers to it any more.
+            unsafe { cuzk_gpu_unpin(p) }
+        }
+    }
+}
+
 impl DeviceSrs {
-    /// Copies the bases to GPU `ordinal`. `b_g1` and `b_g2` must have the same length.
+    /// Copies the bases to GPU `ordinal` (the resident mode). `b_g1` and `b_g2` must have the
+    /// same length.
     pub fn upload(
         ordinal: usize,
         h: &[G1Affine],
@@ -289,34 +383,67 @@ impl DeviceSrs {
                 b_g2.len()
             ));
         }
+        // SAFETY: every pointer is valid for its length in points of the layout checked above;
+        // the callee copies them before returning.
+        unsafe { Self::new_raw(ordinal, [h, l, a, b_g1], b_g2, false) }.map(|raw| DeviceSrs {
+            raw,
+            _pinned: None,
+        })
+    }
+
+    /// Prepares GPU `ordinal` to prove with bases that stay in pinned host memory (the
+    /// streamed mode): only the prover's working buffers go to the device.
+    pub fn streamed(ordinal: usize, pinned: std::sync::Arc<PinnedBases>) -> Result<DeviceSrs, String> {
+        let b = &*pinned;
+        // SAFETY: the arrays are pinned and mapped (PinnedBases::new) and stay so while the
+        // handle lives: it holds the Arc, and drop frees the handle before releasing it.
+        unsafe { Self::new_raw(ordinal, [&b.h, &b.l, &b.a, &b.b_g1], &b.b_g2, true) }.map(|raw| {
+            DeviceSrs {
+                raw,
+                _pinned: Some(pinned.clone()),
+            }
+        })
+    }
+
+    /// # Safety
+    /// Each slice is valid for its length; in the streamed mode they are pinned by
+    /// [`PinnedBases`] and outlive the handle.
+    unsafe fn new_raw(
+        ordinal: usize,
+        [h, l, a, b_g1]: [&[G1Affine]; 4],
+        b_g2: &[G2Affine],
+        streamed: bool,
+    ) -> Result<*mut RawSrs, String> {
         let mut raw: *mut RawSrs = std::ptr::null_mut();
         let mut err = [0 as c_char; 1024];
-        // SAFETY: every pointer is valid for its length in points of the layout checked above;
-        // the callee copies them before returning and writes a handle or an error.
-        let rc = unsafe {
-            cuzk_gpu_srs_new(
-                ordinal as c_int,
-                h.as_ptr().cast(),
-                h.len(),
-                l.as_ptr().cast(),
-                l.len(),
-                a.as_ptr().cast(),
-                a.len(),
-                b_g1.as_ptr().cast(),
-                b_g2.as_ptr().cast(),
-                b_g1.len(),
-                &mut raw,
-                err.as_mut_ptr(),
-                err.len(),
-            )
-        };
+        let rc = cuzk_gpu_srs_new(
+            ordinal as c_int,
+            h.as_ptr().cast(),
+            h.len(),
+            l.as_ptr().cast(),
+            l.len(),
+            a.as_ptr().cast(),
+            a.len(),
+            b_g1.as_ptr().cast(),
+            b_g2.as_ptr().cast(),
+            b_g1.len(),
+            streamed as c_int,
+            &mut raw,
+            err.as_mut_ptr(),
+            err.len(),
+        );
         if rc != 0 || raw.is_null() {
             return Err(message(&err));
         }
-        Ok(DeviceSrs { raw })
+        Ok(raw)
     }
 
-    /// Device memory the bases take, in bytes.
+    /// Whether the bases stay in pinned host memory.
+    pub fn is_streamed(&self) -> bool {
+        self._pinned.is_some()
+    }
+
+    /// Device memory held (the bases where resident, and the working buffers), in bytes.
     pub fn bytes(&self) -> u64 {
         // SAFETY: a live handle.
         unsafe { cuzk_gpu_srs_bytes(self.raw) as u64 }
