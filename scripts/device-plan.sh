@@ -37,6 +37,8 @@
 #                                   # memcheck), then the scaled and real 2KiB fixtures: calls in
 #                                   # both modes and streams against the incumbent (the real
 #                                   # 2KiB parameters are generated in the background meanwhile)
+#   scripts/device-plan.sh h200-2k  # the real 2KiB circuit: calls and the stream against the
+#                                   # incumbent (what h200-streamed had no time left for)
 # Plans before h200-streamed ran builds that still had supraseal-c2's backend
 # (CUZK_GPU_PROVER=supraseal); it was removed after h200-msm.
 set -uo pipefail
@@ -234,6 +236,11 @@ case ${1:-} in
     else
       echo "real 2KiB parameters not ready after $((SECONDS - T0)) s: skipped"
     fi
+    ;;
+  h200-2k)
+    $D setup 2k
+    $D calls calls-2k 2k 1 1,4 --compare-cpu --compact
+    $D bench 2k-msm 2k 30 -j 16 $SUPRA --baseline-jobs 1 --baseline-count 8
     ;;
   h200-go)
     # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
