@@ -1,7 +1,8 @@
 //! The prover dispatcher with several devices, on the CPU: a simulated two-device backend
 //! (each "device" proves with the CPU prover) whose devices can fail by injection. A failed
 //! partition is proved again on the CPU and its job still verifies; a device taken out of
-//! service mid-run gets no more partitions, which go to the other device.
+//! service mid-run gets no more partitions, which go to the other device. (Three devices:
+//! tests/multi_gpu.rs.)
 
 mod common;
 
@@ -200,9 +201,9 @@ enum Call {
     Dummy,
 }
 
-/// One simulated GPU taking batches of up to `width`, scripted per call; holds a resident
-/// parameter copy in the budget the way supraseal's backend does, or (`keeps_copy` false)
-/// reads the parameters for a moment the way cuzk's own GPU prover does.
+/// One simulated GPU taking batches of up to `width`, scripted per call; holds a parameter copy
+/// in the budget the way cuzk's GPU prover does when it streams them, or (`keeps_copy` false)
+/// reads the parameters for a moment the way it does when they are resident on the GPU.
 struct SimOne {
     width: usize,
     script: Vec<Call>,
