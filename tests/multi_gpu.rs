@@ -1,9 +1,10 @@
 //! The multi-GPU dispatcher on the CPU, with three simulated devices (each proves with the CPU
 //! prover): a job's partitions go one to every device in service; a device lost in the middle
-//! of a call and taken out of service leaves its partition to the CPU and its later work to the
-//! others; every proof verifies. What a second GPU would show, without one. In a process of its
-//! own: it uses a 3-partition fixture, and filecoin-proofs' partition table (which `verify_seal`
-//! reads) is process-wide.
+//! of a call and taken out of service leaves its partition to the CPU and the batches to the
+//! devices left; every proof verifies. What a second GPU would show, without one (tests/
+//! dispatch.rs has two devices, one taken out between jobs). In a process of its own: it uses a
+//! 3-partition fixture, and filecoin-proofs' partition table (which `verify_seal` reads) is
+//! process-wide.
 
 mod common;
 
@@ -24,11 +25,13 @@ use cuzk::{
 /// N simulated GPUs proving with the CPU prover, a batch placed the way cuzk's GPU prover
 /// places one (contiguous runs over the devices in service, `batch_device`). Call `k` (from 1)
 /// first logs where its items go, then waits at `gates[k-1]` if there is one; `fault_on` makes
-/// every item given to that device fail (a device fault: the engine retries it on the CPU).
+/// every item given to that device fail (a device fault: the engine retries it on the CPU);
+/// call `dummy_call` answers with dummy proofs (for a job cancelled meanwhile).
 struct NState {
     enabled: Vec<AtomicBool>,
     gates: Vec<Arc<common::Gate>>,
     fault_on: AtomicU64,
+    dummy_call: AtomicU64,
     calls: AtomicU64,
     /// (call, device, ok) for every partition given to a device, in order.
     log: Mutex<Vec<(u64, usize, bool)>>,
@@ -45,6 +48,7 @@ impl NState {
             enabled: (0..n).map(|_| AtomicBool::new(true)).collect(),
             gates,
             fault_on: AtomicU64::new(NO_FAULT),
+            dummy_call: AtomicU64::new(0),
             calls: AtomicU64::new(0),
             log: Mutex::new(Vec::new()),
         }
@@ -119,10 +123,13 @@ impl ProverBackend for SimN {
             g.wait();
         }
         let fault_on = self.0.fault_on.load(Ordering::SeqCst);
+        let dummy = self.0.dummy_call.load(Ordering::SeqCst) == call;
         (0..n)
             .map(|i| {
                 let d = placed[i];
-                let res = if d as u64 == fault_on {
+                let res = if dummy {
+                    Ok(common::dummy_proof())
+                } else if d as u64 == fault_on {
                     // Like a GPU: the assignment stays for the engine's retry.
                     Err(cuzk::Error::proving(format!("sim:{d}: device lost")))
                 } else {
@@ -141,16 +148,17 @@ impl ProverBackend for SimN {
 }
 
 /// The multi-GPU dispatcher checks that need no second GPU: three simulated devices. A job's
-/// partitions go one to every device in service; a device lost in the middle of a call and
-/// taken out of service leaves its partition to the CPU and its later work to the others; every
-/// proof verifies.
+/// partitions go one to every device in service; a device lost in the middle of that call and
+/// taken out of service leaves its partition to the CPU, and the backend then takes batches
+/// for the two devices left; the job verifies.
 #[test]
-fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_work_to_the_others(
+fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_work_to_the_cpu(
 ) {
-    let (spec2, _, c1_2) = common::fixture(FixtureShape {
+    let shape2 = FixtureShape {
         partitions: 2,
         layers: 0,
-    });
+    };
+    let (spec2, _, c1_2) = common::fixture(shape2);
     let shape3 = FixtureShape {
         partitions: 3,
         layers: 0,
@@ -177,27 +185,20 @@ fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_
         fixture: shape,
     };
     common::within(1200, "the three-device run", move || {
-        // Job A holds the first call while job B (higher priority) is synthesized: B's three
-        // partitions then make the next call together, one per device.
-        let a = engine
-            .submit(req(
-                &c1_2,
-                &spec2,
-                FixtureShape {
-                    partitions: 2,
-                    layers: 0,
-                },
-                0,
-            ))
-            .unwrap();
+        // Job A only holds the prover (its first call waits at a gate) while job B is
+        // synthesized, and is then cancelled: B's three partitions make the next call together.
+        let a = engine.submit(req(&c1_2, &spec2, shape2, 0)).unwrap();
         common::wait_until(600, "job A's first call", || {
             sim.calls.load(Ordering::SeqCst) == 1
         });
         let b = engine.submit(req(&c1_3, &spec3, shape3, 5)).unwrap();
-        let a_first = sim.log.lock().unwrap().len();
+        engine.cancel(a).unwrap();
+        // Ready: B's three partitions queued, nothing of A's left to arrive.
         common::wait_until(600, "job B's partitions ready", || {
-            engine.status().prover_queue >= 3 + (2 - a_first)
+            let st = engine.status();
+            st.prover_queue == 3 && st.synthesizing == 0 && st.synthesis_queue == 0
         });
+        sim.dummy_call.store(1, Ordering::SeqCst);
         hold_first.open();
         common::wait_until(600, "job B's call", || {
             sim.calls.load(Ordering::SeqCst) == 2
@@ -217,24 +218,24 @@ fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_
         engine.set_device_enabled(2, false).unwrap();
         hold_second.open();
 
-        let out_b = engine.await_job(b, None).unwrap();
-        let out_a = engine.await_job(a, None).unwrap();
-        // Both verified by the engine's self-check (the circuits' verifying key); B also by
-        // filecoin-proofs' verify_seal, whose process-wide partition table now holds B's shape
-        // (set when B was submitted), so it cannot check A's two partitions too.
-        assert!(out_a.verified && out_b.verified);
-        assert_eq!(out_a.proof.len(), 2 * cuzk::PROOF_BYTES);
-        assert_eq!(out_b.proof.len(), 3 * cuzk::PROOF_BYTES);
-        assert!(cuzk::porep::verify::verify_seal(
-            &c1_3,
-            spec3.prover_id(),
-            spec3.sector_id,
-            &out_b.proof
-        )
-        .unwrap());
-        // B's partition on device 2 was proved again by the CPU; the others where placed.
-        let retried: Vec<_> = out_b.partitions.iter().filter(|p| p.cpu_retry).collect();
-        assert_eq!(retried.len(), 1, "{:?}", out_b.partitions);
+        let out = engine.await_job(b, None).unwrap();
+        assert!(out.verified);
+        assert_eq!(out.proof.len(), 3 * cuzk::PROOF_BYTES);
+        assert!(
+            cuzk::porep::verify::verify_seal(&c1_3, spec3.prover_id(), spec3.sector_id, &out.proof)
+                .unwrap()
+        );
+        // The partition on device 2 was proved again by the CPU; the others where placed.
+        let retried: Vec<_> = out.partitions.iter().filter(|p| p.cpu_retry).collect();
+        assert_eq!(retried.len(), 1, "{:?}", out.partitions);
+        assert!(
+            out.partitions
+                .iter()
+                .filter(|p| !p.cpu_retry)
+                .all(|p| p.device < 2),
+            "{:?}",
+            out.partitions
+        );
         assert_eq!(engine.status().cpu_retries, 1);
         let log = sim.log.lock().unwrap().clone();
         assert_eq!(
@@ -242,12 +243,10 @@ fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_
             [(2, 2)],
             "{log:?}"
         );
-        // Nothing went to device 2 after it was taken out; job A's rest went to the others.
-        assert!(
-            log.iter().filter(|e| e.0 > 2).all(|e| e.1 != 2),
-            "{log:?}"
-        );
+        // Taken out: the engine shows it, and batches are for the two devices left.
         assert!(!engine.status().devices[2].enabled);
+        assert_eq!(SimN(sim.clone()).max_batch(), 2);
+        assert_eq!(engine.status().cancelled, 1, "job A");
         engine.shutdown().unwrap();
     });
 }
