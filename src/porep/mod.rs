@@ -548,3 +548,45 @@ pub fn params_id_for(proof: RegisteredSealProof, fixture: FixtureShape) -> Resul
         || params_id_tree::<SectorShape64GiB>(proof, &shape),
     )?
 }
+
+fn record_tree<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredSealProof,
+    shape: &Shape,
+    abort: Option<Arc<AtomicBool>>,
+) -> Result<Recording> {
+    let pp = public_params::<Tree>(proof, shape)?;
+    let id = <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+        StackedCircuit<Tree, DefaultPieceHasher>,
+        stacked::PublicParams<Tree>,
+    >>::cache_identifier(&pp);
+    let blank =
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
+    catch("recording", Status::Internal, || {
+        RecordingCS::record(blank, &id, abort)
+            .map_err(|e| Error::internal(format!("recording circuit {id}: {e}")))
+    })
+}
+
+/// The R1CS of a proof type's (or fixture shape's) circuit, recorded from its blank instance:
+/// neither a C1 output nor parameters are needed. Gives up soon after `abort` turns true.
+pub fn record_blank(
+    proof: RegisteredSealProof,
+    fixture: FixtureShape,
+    abort: Option<Arc<AtomicBool>>,
+) -> Result<Recording> {
+    let shape = shape_for(proof, fixture)?;
+    with_tree_shape(
+        shape.sector_size,
+        || record_tree::<SectorShape2KiB>(proof, &shape, abort.clone()),
+        || record_tree::<SectorShape8MiB>(proof, &shape, abort.clone()),
+        || record_tree::<SectorShape512MiB>(proof, &shape, abort.clone()),
+        || record_tree::<SectorShape32GiB>(proof, &shape, abort.clone()),
+        || record_tree::<SectorShape64GiB>(proof, &shape, abort.clone()),
+    )?
+}
+
+/// Whether proofs of this sector size go on chain (32 GiB and 64 GiB), as opposed to the test
+/// sizes (2 KiB, 8 MiB, 512 MiB).
+pub fn is_production_size(sector_size: u64) -> bool {
+    !is_test_size(sector_size)
+}

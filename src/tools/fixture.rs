@@ -18,20 +18,13 @@ use filecoin_proofs_api::{
 };
 use rand::{RngCore, SeedableRng};
 
-use super::progress::{human, Progress};
-use bellperson::groth16;
-use blstrs::Bls12;
+use super::{paramgen, progress::Progress};
 use cuzk::{
     error::{Error, Result, Status},
     params::{params_path, vk_path},
+    pce::Recording,
     porep::{self, FixtureShape},
 };
-use filecoin_proofs::{
-    DefaultPieceHasher, MerkleTreeTrait, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB,
-    SectorShape64GiB, SectorShape8MiB,
-};
-use storage_proofs_core::{compound_proof::CompoundProof, parameter_cache::CacheableParameters};
-use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound};
 
 /// Everything needed to (re)make one fixture.
 #[derive(Clone, Debug)]
@@ -278,119 +271,43 @@ pub fn setup(spec: &FixtureSpec, params_dir: &Path) -> Result<SetupReport> {
     })
 }
 
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
-) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::params(format!("cannot create {}: {e}", dir.display())))?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let res = (|| {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        write(&mut w)?;
-        w.flush()?;
-        w.get_ref().sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    res.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::params(format!("cannot write {}: {e}", path.display()))
-    })
-}
-
-fn generate_tree<Tree: 'static + MerkleTreeTrait>(
-    proof: RegisteredSealProof,
-    shape: &porep::Shape,
-    dir: &Path,
-    seed: u64,
-) -> Result<String> {
-    use rand::SeedableRng;
-    let pp = porep::public_params::<Tree>(proof, shape)?;
-    let id = <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
-        StackedCircuit<Tree, DefaultPieceHasher>,
-        stacked::PublicParams<Tree>,
-    >>::cache_identifier(&pp);
-    let circuit =
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
-    // Generation says nothing until it ends (15-40 minutes for the 2KiB circuit on two cores):
-    // show a ticking line, with an estimate from the circuit's size and this machine's speed.
+/// Records the circuit of a proof type (or fixture shape) from its blank instance, with a
+/// ticking line (a 32 GiB circuit takes minutes on one core).
+pub fn record_circuit(proof: RegisteredSealProof, fixture: FixtureShape) -> Result<Recording> {
+    let shape = porep::shape_for(proof, fixture)?;
     let progress = Progress::ticker(
         &format!(
-            "generating random parameters ({} B sector, {} partition(s), {} layers)",
-            shape.sector_size, shape.partitions, shape.layers
+            "recording the circuit ({} sector, {} partition(s), {} layers)",
+            human_size(shape.sector_size),
+            shape.partitions,
+            shape.layers
         ),
         None,
     );
-    progress.phase("counting the circuit's constraints");
-    let constraints = count_constraints(circuit.clone())?;
-    progress.phase("measuring this machine on a small circuit");
-    let estimate = estimate_generation(constraints)?;
-    progress.estimate(estimate);
-    progress.phase(&format!("generating ({constraints} constraints)"));
-    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(seed);
-    let params = groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng)
-        .map_err(|e| Error::params(format!("parameter generation failed: {e}")))?;
-    progress.phase("writing");
-    // .params last: its presence means the set is complete.
-    write_atomically(
-        &dir.join(storage_proofs_core::parameter_cache::metadata_id(&id)),
-        |w| {
-            serde_json::to_writer(w, &serde_json::json!({ "sector_size": shape.sector_size }))
-                .map_err(std::io::Error::other)
-        },
-    )?;
-    write_atomically(&vk_path(dir, &id), |w| params.vk.write(w))?;
-    write_atomically(&params_path(dir, &id), |w| params.write(w))?;
-    progress.finish(&format!("generated (estimate was {})", human(estimate)));
-    Ok(id)
+    let rec = porep::record_blank(proof, fixture, None)?;
+    progress.finish(&format!(
+        "{} constraints, {} inputs, {} aux, {} MiB",
+        rec.constraints(),
+        rec.inputs,
+        rec.aux,
+        rec.bytes() >> 20
+    ));
+    Ok(rec)
 }
 
-/// Constraints of a circuit (synthesized without a witness, nothing stored).
-fn count_constraints<C: bellperson::Circuit<blstrs::Scalar>>(circuit: C) -> Result<usize> {
-    let mut cs = bellperson::util_cs::bench_cs::BenchCS::<blstrs::Scalar>::new();
-    circuit
-        .synthesize(&mut cs)
-        .map_err(|e| Error::params(format!("counting constraints: {e}")))?;
-    Ok(cs.num_constraints())
-}
-
-/// A chain of `n` multiplications, the calibration circuit of [`estimate_generation`].
-struct Chain(usize);
-
-impl bellperson::Circuit<blstrs::Scalar> for Chain {
-    fn synthesize<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
-        self,
-        cs: &mut CS,
-    ) -> std::result::Result<(), bellperson::SynthesisError> {
-        use ff::Field;
-        let two = blstrs::Scalar::ONE.double();
-        let mut x = cs.alloc(|| "x", || Ok(two))?;
-        for i in 0..self.0 {
-            let y = cs.alloc(|| format!("y{i}"), || Ok(two))?;
-            cs.enforce(
-                || format!("c{i}"),
-                |lc| lc + x,
-                |lc| lc + CS::one(),
-                |lc| lc + y,
-            );
-            x = y;
-        }
-        Ok(())
-    }
-}
-
-/// How long generating parameters for `constraints` constraints should take here: the time of
-/// a small circuit's generation on this machine, scaled by size (generation is linear in the
-/// constraints and variables, which grow together in these circuits).
-fn estimate_generation(constraints: usize) -> Result<std::time::Duration> {
-    const SMALL: usize = 1 << 15;
-    let t = Instant::now();
-    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(1);
-    groth16::generate_random_parameters::<Bls12, _, _>(Chain(SMALL), &mut rng)
-        .map_err(|e| Error::params(format!("calibration: {e}")))?;
-    Ok(t.elapsed().mul_f64(constraints as f64 / SMALL as f64))
+/// Generates the marked random parameter set of a proof type (or fixture shape) into `dir`
+/// from its recording (any sector size; the callers decide where that is allowed). Never
+/// overwrites a file. Returns the recording too (callers may save it for the engine).
+pub fn generate_params(
+    proof: RegisteredSealProof,
+    fixture: FixtureShape,
+    dir: &Path,
+    seed: u64,
+) -> Result<(Recording, paramgen::Written)> {
+    let shape = porep::shape_for(proof, fixture)?;
+    let rec = record_circuit(proof, fixture)?;
+    let written = paramgen::generate(&rec, dir, shape.sector_size, seed)?;
+    Ok((rec, written))
 }
 
 /// Makes random (test) Groth16 parameters for a proof type or fixture shape in `dir`, in the
@@ -404,10 +321,11 @@ pub fn ensure_params(
 ) -> Result<(String, bool)> {
     let id = porep::params_id_for(proof, fixture)?;
     let shape = porep::shape_for(proof, fixture)?;
-    if !matches!(shape.sector_size, s if s == 2048 || s == 8 << 20 || s == 512 << 20) {
+    if porep::is_production_size(shape.sector_size) {
         return Err(Error::unsupported(format!(
-            "random parameters are for test sector sizes only; production parameters for {proof:?} \
-             are fetched (paramfetch), never generated"
+            "setup makes random parameters for test sector sizes only; production parameters for \
+             {proof:?} are fetched (paramfetch); for a benchmark set in another directory, see \
+             `cuzk params gen`"
         )));
     }
     let files = [
@@ -426,13 +344,7 @@ pub fn ensure_params(
             f.display()
         )));
     }
-    let id = porep::with_tree_shape(
-        shape.sector_size,
-        || generate_tree::<SectorShape2KiB>(proof, &shape, dir, seed),
-        || generate_tree::<SectorShape8MiB>(proof, &shape, dir, seed),
-        || generate_tree::<SectorShape512MiB>(proof, &shape, dir, seed),
-        || generate_tree::<SectorShape32GiB>(proof, &shape, dir, seed),
-        || generate_tree::<SectorShape64GiB>(proof, &shape, dir, seed),
-    )??;
+    let (rec, _) = generate_params(proof, fixture, dir, seed)?;
+    debug_assert_eq!(rec.id, id);
     Ok((id, true))
 }

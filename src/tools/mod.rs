@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod calls;
 pub mod fixture;
+pub mod paramgen;
 pub mod progress;
 pub mod selftest;
 pub mod synth;
