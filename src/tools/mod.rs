@@ -11,6 +11,7 @@ pub mod fixture;
 pub mod paramgen;
 pub mod progress;
 pub mod selftest;
+pub mod synthetic;
 pub mod synth;
 
 /// A proof's bytes as filecoin-proofs writes them (192 per partition).

@@ -5,6 +5,7 @@ mod bench_batch;
 mod bench_c2;
 mod bench_calls;
 mod bench_synth;
+mod fixture;
 mod params;
 mod prove;
 mod selftest;
@@ -97,6 +98,7 @@ enum Cmd {
     Prove(prove::ProveArgs),
     Verify(prove::VerifyArgs),
     Setup(setup::SetupArgs),
+    Fixture(fixture::FixtureArgs),
     Baseline(prove::BaselineArgs),
     /// Benchmarks.
     #[command(subcommand)]
@@ -116,6 +118,10 @@ enum BenchCmd {
     Synth(bench_synth::SynthArgs),
     C2(bench_c2::C2Args),
 }
+
+/// The parameter directory a node would use here (`FIL_PROOFS_PARAMETER_CACHE` as the caller
+/// set it, else filecoin-proofs' default), read before `--params-dir` replaces the variable.
+pub static DEFAULT_PARAMS_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 /// Peak resident set size of this process (VmHWM), bytes.
 pub fn peak_rss() -> u64 {
@@ -144,12 +150,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once; set it before any proofs call so
     // that its verify_seal and cuzk read the same directory.
+    let _ = DEFAULT_PARAMS_DIR.set(engine::default_params_dir());
     let params_dir = cli
         .params_dir
         .clone()
         .unwrap_or_else(engine::default_params_dir);
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params_dir);
-    match run(cli.cmd, params_dir) {
+    let explicit_dir = cli.params_dir.is_some();
+    match run(cli.cmd, params_dir, explicit_dir) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("cuzk: error: {e}");
@@ -195,16 +203,17 @@ pub fn write_file(path: &PathBuf, data: &[u8]) -> Result<(), Error> {
         .map_err(|e| Error::invalid_argument(format!("cannot write {}: {e}", path.display())))
 }
 
-fn run(cmd: Cmd, params_dir: PathBuf) -> Result<ExitCode, Error> {
+fn run(cmd: Cmd, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCode, Error> {
     match cmd {
         Cmd::Prove(a) => prove::prove(a, params_dir),
         Cmd::Verify(a) => prove::verify(a),
         Cmd::Baseline(a) => prove::baseline(a),
         Cmd::Setup(a) => setup::setup(a, params_dir),
+        Cmd::Fixture(a) => fixture::run(a),
         Cmd::Demo(a) => setup::demo(a, params_dir),
         Cmd::Waterfall(a) => waterfall::waterfall(a),
         Cmd::Selftest(a) => selftest::selftest(a),
-        Cmd::Params(a) => params::params(a, params_dir),
+        Cmd::Params(a) => params::params(a, params_dir, explicit_dir),
         Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::batch(a, params_dir),
         Cmd::Bench(BenchCmd::Calls(a)) => bench_calls::calls(a, params_dir),
         Cmd::Bench(BenchCmd::Synth(a)) => bench_synth::synth(a, params_dir),
