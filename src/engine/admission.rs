@@ -89,7 +89,7 @@ impl Engine {
         let i = &self.inner;
         let shape = porep::shape_for(proof, fixture)?;
         let id = self.params_id(proof, fixture)?;
-        let srs = i.srs.get(&id, &i.budget)?;
+        let srs = i.srs_for(&id, shape.sector_size)?;
         let partition_bytes = srs.size.working_bytes();
 
         // Queued partitions ahead of the new job, by circuit.

@@ -114,6 +114,11 @@ pub struct Config {
     /// Where the GPU prover keeps the parameters. None: `CUZK_GPU_PARAMS` (`auto`,
     /// `resident` or `streamed`), else automatic.
     pub gpu_params: Option<GpuParams>,
+    /// Prove production sector sizes (32 GiB, 64 GiB) with random parameter sets made by
+    /// `cuzk params gen` (marked: `params::is_random_set`). Their proofs pass the self-check
+    /// and are rejected by the chain, so this is for benchmarks only. None:
+    /// `CUZK_ALLOW_RANDOM_PARAMS` (`1`), else refused with PARAMS.
+    pub allow_random_params: Option<bool>,
 }
 
 impl Default for Config {
@@ -144,6 +149,7 @@ impl Default for Config {
             synthesis: None,
             pce_dir: PathBuf::new(),
             gpu_params: None,
+            allow_random_params: None,
         }
     }
 }
@@ -249,6 +255,12 @@ impl Config {
                     ("resident", GpuParams::Resident),
                     ("streamed", GpuParams::Streamed),
                 ],
+            ));
+        }
+        if self.allow_random_params.is_none() {
+            self.allow_random_params = Some(matches!(
+                std::env::var("CUZK_ALLOW_RANDOM_PARAMS").as_deref().map(str::trim),
+                Ok("1" | "true" | "yes")
             ));
         }
         if self.pce_dir.as_os_str().is_empty() {

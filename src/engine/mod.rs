@@ -66,7 +66,7 @@ use self::{
 use crate::{
     budget::Budget,
     error::{Error, Result, Status},
-    params::SrsCache,
+    params::{Srs, SrsCache},
     porep,
     prover::{cpu::CpuProver, ProverBackend},
     timeline::{in_callback, EventKind, Sink, Timeline, NO_PARTITION},
@@ -102,6 +102,26 @@ struct Inner {
 }
 
 impl Inner {
+    /// The checked parameters `id` of a circuit of `sector_size`. A random set (made by
+    /// `cuzk params gen`) is refused for a production size unless the configuration says this
+    /// is a benchmark: its proofs pass the self-check and fail on chain.
+    fn srs_for(&self, id: &str, sector_size: u64) -> Result<Arc<Srs>> {
+        let srs = self.srs.get(id, &self.budget)?;
+        if srs.random
+            && porep::is_production_size(sector_size)
+            && !self.cfg.allow_random_params.unwrap_or(false)
+        {
+            return Err(Error::params(format!(
+                "{} is a random parameter set made by cuzk for benchmarks (not the production \
+                 parameters): proofs made with it would be rejected on chain. Fetch the real \
+                 parameters, or set CUZK_ALLOW_RANDOM_PARAMS=1 (Config::allow_random_params) \
+                 for a benchmark",
+                srs.path.display()
+            )));
+        }
+        Ok(srs)
+    }
+
     /// Why a wait on behalf of `job` should end (the job ended, the engine is stopping).
     fn give_up(&self, job: &Job) -> Option<Error> {
         if job.stopped() {
@@ -321,10 +341,10 @@ impl Engine {
         self.check_size(&req.c1)?;
         let parsed = porep::parse_c1(&req.c1)?;
         let prepared = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture)?;
-        let srs = self
-            .inner
-            .srs
-            .get(prepared.circuits.params_id(), &self.inner.budget)?;
+        let srs = self.inner.srs_for(
+            prepared.circuits.params_id(),
+            prepared.circuits.shape().sector_size,
+        )?;
         prepare_backends(&self.inner, &srs)?;
         if self.inner.cfg.synthesis_mode().pre_compiled() {
             synth::load_recording(&self.inner, &prepared.circuits, &srs);

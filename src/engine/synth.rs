@@ -177,7 +177,7 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
     let Ok(circuits) = job.circuits() else {
         return Ok(());
     };
-    let srs = inner.srs.get(circuits.params_id(), &inner.budget)?;
+    let srs = inner.srs_for(circuits.params_id(), circuits.shape().sector_size)?;
     prepare_backends(inner, &srs)?;
     let bytes = srs.size.working_bytes();
     let stop = || inner.give_up(job);

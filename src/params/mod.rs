@@ -288,6 +288,9 @@ pub struct Srs {
     pub stamp: FileStamp,
     /// Unique to this checked instance: backends key their copies by it.
     pub generation: u64,
+    /// A random set made by cuzk's generator ([`is_random_set`]): valid for its own `.vk`,
+    /// never on chain.
+    pub random: bool,
     budget: Arc<Budget>,
     host: Mutex<Host>,
 }
@@ -539,6 +542,7 @@ impl SrsCache {
             file_len: layout.len,
             stamp,
             generation: GENERATION.fetch_add(1, Ordering::Relaxed),
+            random: is_random_set(&layout.vk),
             budget: budget.clone(),
             host: Mutex::new(Host::NotLoaded),
         })

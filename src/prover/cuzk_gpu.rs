@@ -155,33 +155,8 @@ impl CuzkGpuProver {
             // A copy of an older version of the file goes first (its device memory comes back).
             self.gpus[i].srs.lock().remove(&srs.path);
         }
-        // Where each GPU keeps them: resident where its free memory holds them beside the
-        // working buffers (or as configured), else streamed from one pinned host copy.
-        let streamed: Vec<bool> = want
-            .iter()
-            .map(|&i| match self.params {
-                GpuParams::Resident => false,
-                GpuParams::Streamed => true,
-                GpuParams::Auto => {
-                    let need = srs.file_len + working_bytes(srs);
-                    match cuda::device(self.gpus[i].ordinal) {
-                        Ok(d) if d.free_mem >= need => false,
-                        Ok(d) => {
-                            log::info!(
-                                "{}: {} MiB free, {} MiB needed to hold {} with the working \
-                                 buffers: its parameters are streamed from host memory",
-                                self.gpus[i].name,
-                                d.free_mem >> 20,
-                                need >> 20,
-                                srs.path.display()
-                            );
-                            true
-                        }
-                        Err(_) => false,
-                    }
-                }
-            })
-            .collect();
+        let (to_stream, resident): (Vec<usize>, Vec<usize>) =
+            want.iter().partition(|&&i| self.streams(i, srs));
         let t = Instant::now();
         let bases = srs
             .budget()
@@ -221,7 +196,7 @@ impl CuzkGpuProver {
             Ok((b, r)) => (Some(b), Some(r)),
         };
         if let Some(b) = &b {
-            for (&i, _) in want.iter().zip(&streamed).filter(|(_, s)| !**s) {
+            for &i in &resident {
                 let gpu = &self.gpus[i];
                 let t = Instant::now();
                 let _busy = gpu.busy.lock();
@@ -250,12 +225,6 @@ impl CuzkGpuProver {
             }
         }
         if let (Some(b), Some(reservation)) = (b, reservation) {
-            let to_stream: Vec<usize> = want
-                .iter()
-                .zip(&streamed)
-                .filter(|(_, s)| **s)
-                .map(|(&i, _)| i)
-                .collect();
             if !to_stream.is_empty() {
                 let t = Instant::now();
                 match PinnedBases::new(b.h, b.l, b.a, b.b_g1, b.b_g2) {
@@ -306,6 +275,34 @@ impl CuzkGpuProver {
         }
         self.held(g, srs)
             .unwrap_or_else(|| Err(Error::internal("parameters vanished while loading")))
+    }
+
+    /// Whether GPU `i` proves `srs`'s circuit from parameters streamed from host memory: as
+    /// configured, or (auto) where its free memory cannot hold them beside the working
+    /// buffers.
+    fn streams(&self, i: usize, srs: &Srs) -> bool {
+        match self.params {
+            GpuParams::Resident => false,
+            GpuParams::Streamed => true,
+            GpuParams::Auto => {
+                let need = srs.file_len + working_bytes(srs);
+                match cuda::device(self.gpus[i].ordinal) {
+                    Ok(d) if d.free_mem >= need => false,
+                    Ok(d) => {
+                        log::info!(
+                            "{}: {} MiB free, {} MiB needed to hold {} with the working \
+                             buffers: its parameters are streamed from host memory",
+                            self.gpus[i].name,
+                            d.free_mem >> 20,
+                            need >> 20,
+                            srs.path.display()
+                        );
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+        }
     }
 
     /// Copies one partition into a stage of GPU `g` (a free one, or a new one).

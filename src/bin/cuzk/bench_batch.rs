@@ -208,6 +208,8 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         timeline_file: a.timeline.clone(),
         devices: a.devices.clone(),
         gpu_batch: a.gpu_batch,
+        // A benchmark: random (`cuzk params gen`) sets of production sizes are accepted.
+        allow_random_params: Some(true),
         ..Config::default()
     })?;
     let disable = match &a.disable_device {

@@ -12,7 +12,10 @@ use cuzk::{
     pce, porep, Error,
 };
 
-use crate::{tools::fixture, ShapeArgs};
+use crate::{
+    tools::{fixture, paramgen},
+    ShapeArgs,
+};
 use storage_proofs_core::parameter_cache::VERSION;
 
 #[derive(Subcommand)]
@@ -30,6 +33,65 @@ pub enum ParamsCmd {
     /// production file names, and the engine proves with it only when told it is a benchmark
     /// (CUZK_ALLOW_RANDOM_PARAMS=1, or the bench commands).
     Gen(GenArgs),
+    /// Record a circuit from its blank instance (no C1 output, no parameters) and print its
+    /// size: constraints, inputs, aux, terms per matrix, distinct coefficients, bytes, and the
+    /// point counts and file size of its parameter set. `--save` keeps the recording in
+    /// --params-dir, where the engine loads it instead of recording the circuit again.
+    Record(RecordArgs),
+}
+
+#[derive(Args)]
+pub struct RecordArgs {
+    #[arg(long)]
+    sector_size: String,
+    #[command(flatten)]
+    shape: ShapeArgs,
+    #[arg(long)]
+    save: bool,
+}
+
+/// What `params record` and `params gen` print of a recording.
+fn recording_json(rec: &pce::Recording) -> serde_json::Value {
+    let counts = paramgen::expected_counts(rec);
+    serde_json::json!({
+        "params_id": rec.id,
+        "constraints": rec.constraints(),
+        "circuit_constraints": rec.constraints() - rec.inputs,
+        "domain": rec.constraints().next_power_of_two(),
+        "inputs": rec.inputs,
+        "aux": rec.aux,
+        "terms": { "a": rec.a.terms(), "b": rec.b.terms(), "c": rec.c.terms() },
+        "distinct_coefficients": rec.dict.len(),
+        "recording_bytes": rec.bytes(),
+        "params_points": { "h": counts[0], "l": counts[1], "a": counts[2], "b_g1": counts[3], "b_g2": counts[4] },
+        "params_bytes": paramgen::file_bytes(&counts, rec.inputs),
+    })
+}
+
+fn record(args: RecordArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
+    let size = fixture::parse_sector_size(&args.sector_size)?;
+    let proof = fixture::v1_1_proof(size)?;
+    let t = std::time::Instant::now();
+    let rec = fixture::record_circuit(proof, args.shape.shape())?;
+    let seconds = t.elapsed().as_secs_f64();
+    if args.save {
+        save_recording(&rec, &params_dir)?;
+    }
+    let mut out = recording_json(&rec);
+    out["record_seconds"] = seconds.into();
+    out["peak_rss_bytes"] = crate::peak_rss().into();
+    println!("{}", serde_json::to_string_pretty(&out).expect("serializable"));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn save_recording(rec: &pce::Recording, dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::internal(format!("cannot create {}: {e}", dir.display())))?;
+    let path = pce::file::path(dir, &rec.id);
+    pce::file::save(rec, &path)
+        .map_err(|e| Error::internal(format!("saving the recording {}: {e}", path.display())))?;
+    eprintln!("recording saved as {}", path.display());
+    Ok(())
 }
 
 #[derive(Args)]
@@ -74,26 +136,12 @@ fn gen(args: GenArgs, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCod
     }
     let (rec, written) = fixture::generate_params(proof, shape, &params_dir, args.seed)?;
     if !args.no_recording {
-        let path = pce::file::path(&params_dir, &rec.id);
-        pce::file::save(&rec, &path).map_err(|e| {
-            Error::internal(format!("saving the recording {}: {e}", path.display()))
-        })?;
-        eprintln!("cuzk params gen: recording saved as {}", path.display());
+        save_recording(&rec, &params_dir)?;
     }
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&serde_json::json!({
-            "params_id": rec.id,
-            "constraints": rec.constraints(),
-            "inputs": rec.inputs,
-            "aux": rec.aux,
-            "terms": [rec.a.terms(), rec.b.terms(), rec.c.terms()],
-            "dictionary": rec.dict.len(),
-            "recording_bytes": rec.bytes(),
-            "generated": written,
-        }))
-        .expect("serializable")
-    );
+    let mut out = recording_json(&rec);
+    out["generated"] = serde_json::to_value(&written).expect("serializable");
+    out["peak_rss_bytes"] = crate::peak_rss().into();
+    println!("{}", serde_json::to_string_pretty(&out).expect("serializable"));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -107,6 +155,7 @@ pub struct CheckArgs {
 pub fn params(cmd: ParamsCmd, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCode, Error> {
     match cmd {
         ParamsCmd::Gen(a) => gen(a, params_dir, explicit_dir),
+        ParamsCmd::Record(a) => record(a, params_dir),
         ParamsCmd::Sections { file } => {
             let layout = check_file(&file)?;
             for (name, end) in layout.section_ends() {

@@ -300,8 +300,8 @@ unsafe impl Send for PinnedBases {}
 unsafe impl Sync for PinnedBases {}
 
 impl PinnedBases {
-    /// Pins the five arrays where they are (no copy). `b_g1` and `b_g2` must have the same
-    /// length.
+    /// Pins the five arrays where they are (no copy). [`DeviceSrs::streamed`] checks their
+    /// lengths.
     pub fn new(
         mut h: Vec<G1Affine>,
         mut l: Vec<G1Affine>,
@@ -309,13 +309,6 @@ impl PinnedBases {
         mut b_g1: Vec<G1Affine>,
         mut b_g2: Vec<G2Affine>,
     ) -> Result<PinnedBases, String> {
-        if b_g1.len() != b_g2.len() {
-            return Err(format!(
-                "b_g1 has {} points, b_g2 {}",
-                b_g1.len(),
-                b_g2.len()
-            ));
-        }
         fn span<T>(v: &mut [T]) -> (*mut c_void, usize) {
             (v.as_mut_ptr().cast(), std::mem::size_of_val(v))
         }
@@ -376,15 +369,8 @@ impl DeviceSrs {
         b_g1: &[G1Affine],
         b_g2: &[G2Affine],
     ) -> Result<DeviceSrs, String> {
-        if b_g1.len() != b_g2.len() {
-            return Err(format!(
-                "b_g1 has {} points, b_g2 {}",
-                b_g1.len(),
-                b_g2.len()
-            ));
-        }
-        // SAFETY: every pointer is valid for its length in points of the layout checked above;
-        // the callee copies them before returning.
+        // SAFETY: every pointer is valid for its length in points (blst's layouts, checked at
+        // compile time above); the callee copies them before returning.
         unsafe { Self::new_raw(ordinal, [h, l, a, b_g1], b_g2, false) }.map(|raw| DeviceSrs {
             raw,
             _pinned: None,
@@ -397,14 +383,15 @@ impl DeviceSrs {
         let b = &*pinned;
         // SAFETY: the arrays are pinned and mapped (PinnedBases::new) and stay so while the
         // handle lives: it holds the Arc, and drop frees the handle before releasing it.
-        unsafe { Self::new_raw(ordinal, [&b.h, &b.l, &b.a, &b.b_g1], &b.b_g2, true) }.map(|raw| {
-            DeviceSrs {
-                raw,
-                _pinned: Some(pinned.clone()),
-            }
+        let raw = unsafe { Self::new_raw(ordinal, [&b.h, &b.l, &b.a, &b.b_g1], &b.b_g2, true) }?;
+        Ok(DeviceSrs {
+            raw,
+            _pinned: Some(pinned),
         })
     }
 
+    /// The handle for both modes; `b_g1` and `b_g2` must have the same length.
+    ///
     /// # Safety
     /// Each slice is valid for its length; in the streamed mode they are pinned by
     /// [`PinnedBases`] and outlive the handle.
@@ -414,6 +401,13 @@ impl DeviceSrs {
         b_g2: &[G2Affine],
         streamed: bool,
     ) -> Result<*mut RawSrs, String> {
+        if b_g1.len() != b_g2.len() {
+            return Err(format!(
+                "b_g1 has {} points, b_g2 {}",
+                b_g1.len(),
+                b_g2.len()
+            ));
+        }
         let mut raw: *mut RawSrs = std::ptr::null_mut();
         let mut err = [0 as c_char; 1024];
         let rc = cuzk_gpu_srs_new(
