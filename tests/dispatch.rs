@@ -331,14 +331,21 @@ impl ProverBackend for SimOne {
 }
 
 /// The fixture's parameter file size and one partition's reservation (what the engine computes
-/// from the parameters).
+/// from the parameters for full synthesis on a GPU).
 fn sizes(rep: &common::tools::fixture::SetupReport) -> (u64, u64) {
-    let file = std::fs::metadata(&rep.params_path).unwrap().len();
-    let part = cuzk::params::check_file(&rep.params_path)
-        .unwrap()
-        .size()
-        .working_bytes();
+    let (file, part, _) = sizes_and_cpu(rep);
     (file, part)
+}
+
+/// [`sizes`] and what a partition proved on the CPU holds.
+fn sizes_and_cpu(rep: &common::tools::fixture::SetupReport) -> (u64, u64, u64) {
+    use cuzk::params::HostPath;
+    let file = std::fs::metadata(&rep.params_path).unwrap().len();
+    let size = cuzk::params::check_file(&rep.params_path).unwrap().size();
+    let part = size.host_bytes(HostPath::Assignment {
+        rows: size.domain(),
+    });
+    (file, part, size.host_bytes(HostPath::Cpu))
 }
 
 /// An engine proving on `sim` (a stub standing in for the CPU's retries) with `cfg`'s settings,
@@ -562,16 +569,20 @@ fn a_device_out_for_faults_comes_back_after_a_passed_probe_and_an_operators_stay
 #[test]
 fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
     let (spec, rep, c1) = common::fixture(FixtureShape::default());
-    let (file, part) = sizes(&rep);
-    // Fits: room for the GPU copy and three partitions (W, X, Y), but not for the host copy
-    // beside X and Y; once Y is proved it fits. Never: the GPU copy, X and the host copy
-    // alone are over the budget.
+    let (file, part, cpu) = sizes_and_cpu(&rep);
+    // The retry reserves what the CPU prover holds beyond the partition's reservation, then
+    // the host copy of the parameters. Fits: room for the GPU copy and three partitions (W,
+    // X, Y), but not for the retry's memory beside X and Y; once Y is proved it fits. Never:
+    // the GPU copy, X and the retry's memory alone are over the budget (and Y does not fit
+    // beside W and X).
+    let retry = file + (cpu - part);
+    let fits_budget = (file + 3 * part).max(file + part + retry) + (16 << 20);
+    let never_budget = (file + 3 * part).min(file + part + retry) - (16 << 20);
     assert!(
-        file + 3 * part < 2 * file + 2 * part,
+        file + 2 * part + retry > fits_budget && never_budget > file + 2 * part,
         "fixture sizes changed"
     );
-    let fits_budget = (file + 3 * part).max(2 * file + part) + (16 << 20);
-    for (budget, fits) in [(fits_budget, true), (2 * file + part - (16 << 20), false)] {
+    for (budget, fits) in [(fits_budget, true), (never_budget, false)] {
         let sim = SimOne::new(1, vec![Call::Gated, Call::Fault], Call::Dummy);
         let gate = sim.gate.clone();
         let engine = sim_engine(

@@ -10,6 +10,12 @@ use common::tools::{
     paramgen::{self, Secrets},
     synthetic::{synthetic_c1_json, SyntheticSpec},
 };
+use bellperson::{groth16::generate_parameters, Circuit, ConstraintSystem, SynthesisError};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
+use common::tools::paramgen::{expected_counts, file_bytes, write_params, Comb};
+use ff::{Field, PrimeField};
+use group::{Curve, Group};
+use rand::SeedableRng;
 use cuzk::{
     engine::{Config, Engine, JobRequest},
     params::SrsCache,
@@ -303,4 +309,118 @@ fn params_gen_refuses_a_nodes_parameter_directory_for_production_sizes() {
         assert!(err.contains("refusing to write random"), "{err}");
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+// The generator against bellperson's, and its fixed-base multiplication against the group's.
+
+
+#[test]
+fn combs_multiply_like_the_group() {
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(7);
+    let g1 = G1Projective::random(&mut rng);
+    let g2 = G2Projective::random(&mut rng);
+    for w in [3, 8, 13, 16] {
+        let c1 = Comb::new(g1, w);
+        let c2 = Comb::new(g2, w);
+        let mut ks: Vec<Fr> = (0..40).map(|_| Fr::random(&mut rng)).collect();
+        ks.extend([Fr::ONE, -Fr::ONE, Fr::from(2), Fr::ZERO - Fr::from(2)]);
+        ks.push(Fr::from_u128(u128::MAX));
+        for k in &ks {
+            assert_eq!(c1.mul(k), g1 * k, "w {w}");
+            assert_eq!(c2.mul(k), g2 * k, "w {w}");
+        }
+        ks.push(Fr::ZERO);
+        let mut out = vec![0u8; ks.len() * 96];
+        c1.mul_into(&ks, &mut out);
+        for (k, o) in ks.iter().zip(out.chunks(96)) {
+            assert_eq!(o, &(g1 * k).to_affine().to_uncompressed()[..], "w {w}");
+        }
+        let mut out = vec![0u8; ks.len() * 192];
+        c2.mul_into(&ks, &mut out);
+        for (k, o) in ks.iter().zip(out.chunks(192)) {
+            assert_eq!(o, &(g2 * k).to_affine().to_uncompressed()[..], "w {w}");
+        }
+    }
+}
+
+/// Inputs used in several places, coefficients of all kinds, a variable only in A, one
+/// only in B, one only in C, duplicated terms.
+struct Mixed(usize);
+
+impl Circuit<Fr> for Mixed {
+    fn synthesize<CS: ConstraintSystem<Fr>>(
+        self,
+        cs: &mut CS,
+    ) -> std::result::Result<(), SynthesisError> {
+        let x = cs.alloc_input(|| "x", || Ok(Fr::from(3)))?;
+        let y = cs.alloc_input(|| "y", || Ok(Fr::from(5)))?;
+        let mut prev = cs.alloc(|| "a0", || Ok(Fr::from(7)))?;
+        for i in 0..self.0 {
+            let v = cs.alloc(|| format!("v{i}"), || Ok(Fr::from(i as u64)))?;
+            let k = Fr::from(i as u64 + 2);
+            cs.enforce(
+                || format!("c{i}"),
+                |lc| lc + prev + (k, x) - (Fr::from(9), CS::one()),
+                |lc| lc + v + v + y,
+                |lc| lc + (-k, v) + prev,
+            );
+            if i % 3 == 0 {
+                let only_a = cs.alloc(|| "oa", || Ok(Fr::ONE))?;
+                let only_b = cs.alloc(|| "ob", || Ok(Fr::ONE))?;
+                let only_c = cs.alloc(|| "oc", || Ok(Fr::ONE))?;
+                cs.enforce(|| "a", |lc| lc + only_a, |lc| lc + CS::one(), |lc| lc + v);
+                cs.enforce(|| "b", |lc| lc + CS::one(), |lc| lc + only_b, |lc| lc + only_c);
+            }
+            prev = v;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn the_set_is_bellpersons_byte_for_byte() {
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(11);
+    for n in [1, 7, 40, 300] {
+        let s = Secrets {
+            g1: G1Projective::random(&mut rng),
+            g2: G2Projective::random(&mut rng),
+            alpha: Fr::random(&mut rng),
+            beta: Fr::random(&mut rng),
+            gamma: Fr::random(&mut rng),
+            delta: Fr::random(&mut rng),
+            tau: Fr::random(&mut rng),
+        };
+        let theirs = generate_parameters::<Bls12, _>(
+            Mixed(n),
+            s.g1,
+            s.g2,
+            s.alpha,
+            s.beta,
+            s.gamma,
+            s.delta,
+            s.tau,
+        )
+        .unwrap();
+        let mut want = Vec::new();
+        theirs.write(&mut want).unwrap();
+        let rec = RecordingCS::record(Mixed(n), "mixed", None).unwrap();
+        let mut got = Vec::new();
+        let (vk, report) = write_params(&rec, &s, &mut got, None).unwrap();
+        assert_eq!(vk, theirs.vk, "n {n}");
+        assert_eq!(report.counts, expected_counts(&rec), "n {n}");
+        assert_eq!(got.len() as u64, file_bytes(&report.counts, rec.inputs), "n {n}");
+        assert!(got == want, "n {n}: the files differ");
+    }
+}
+
+#[test]
+fn marked_sets_are_recognised() {
+    let rec = RecordingCS::record(Mixed(5), "mixed", None).unwrap();
+    let (vk, _) = write_params(&rec, &Secrets::marked(1), &mut Vec::new(), None).unwrap();
+    assert!(cuzk::params::is_random_set(&vk));
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(2);
+    let mut s = Secrets::marked(1);
+    s.alpha = Fr::random(&mut rng);
+    let (vk, _) = write_params(&rec, &s, &mut Vec::new(), None).unwrap();
+    assert!(!cuzk::params::is_random_set(&vk));
 }

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use super::Engine;
+use super::{synth, Engine};
 use crate::{
     error::{Error, Result, Status},
     params::Srs,
@@ -90,7 +90,8 @@ impl Engine {
         let shape = porep::shape_for(proof, fixture)?;
         let id = self.params_id(proof, fixture)?;
         let srs = i.srs_for(&id, shape.sector_size)?;
-        let partition_bytes = srs.size.working_bytes();
+        // What the next partition would reserve, by the path it would take now.
+        let partition_bytes = srs.size.host_bytes(synth::plan(i, &id, &srs).path);
 
         // Queued partitions ahead of the new job, by circuit.
         let mut ahead: HashMap<String, u64> = HashMap::new();
@@ -109,7 +110,8 @@ impl Engine {
                 // Those jobs fail at their first partition and reserve nothing.
                 continue;
             };
-            queued_bytes += n * s.size.working_bytes() + self.params_to_load(&s).kept;
+            let part = s.size.host_bytes(synth::plan(i, other, &s).path);
+            queued_bytes += n * part + self.params_to_load(&s).kept;
             loads_ours |= *other == id;
         }
         let load = if loads_ours {

@@ -24,7 +24,7 @@ use super::{
 use crate::{
     budget::Reservation,
     error::{catch, Error, Result, Status},
-    params::Srs,
+    params::{HostPath, Srs},
     pce,
     prover::{ProverBackend, ProvingAssignment, StageTimes},
     timeline::EventKind,
@@ -367,6 +367,27 @@ pub(super) fn retry_worker(inner: &Arc<Inner>) {
     }
 }
 
+/// A reservation counted in `retry_held` while it lives.
+struct RetryHeld<'a> {
+    inner: &'a Inner,
+    r: Reservation,
+}
+
+impl<'a> RetryHeld<'a> {
+    fn new(inner: &'a Inner, r: Reservation) -> Self {
+        inner.retry_held.fetch_add(r.bytes(), Ordering::AcqRel);
+        RetryHeld { inner, r }
+    }
+}
+
+impl Drop for RetryHeld<'_> {
+    fn drop(&mut self) {
+        self.inner
+            .retry_held
+            .fetch_sub(self.r.bytes(), Ordering::AcqRel);
+    }
+}
+
 fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
     let RetryItem {
         item:
@@ -383,13 +404,7 @@ fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
         r,
         s,
     } = it;
-    // The CPU prover needs the parameters in host memory: wait for memory ahead of new
-    // synthesis; partitions waiting here cannot give theirs back meanwhile.
-    srs.params_waiting(
-        || inner.retry_held.load(Ordering::Acquire),
-        || inner.give_up(&job),
-    )
-    .map_err(|e| {
+    let cannot = |e: Error| {
         Error::new(
             e.status,
             format!(
@@ -397,7 +412,36 @@ fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
                 e.message
             ),
         )
-    })?;
+    };
+    // The CPU prover holds more than a GPU's partition: the rest is reserved first, ahead of
+    // new synthesis; like the partitions waiting here, it cannot be given back meanwhile.
+    let extra = srs
+        .size
+        .host_bytes(HostPath::Cpu)
+        .saturating_sub(reservation.bytes());
+    let _more = if extra > 0 {
+        let r = inner
+            .budget
+            .acquire_priority(
+                extra,
+                &format!("the CPU retry of partition {k} of job {}", job.id),
+                || inner.retry_held.load(Ordering::Acquire),
+                || inner.give_up(&job),
+            )
+            .map_err(cannot)?;
+        Some(RetryHeld::new(inner, r))
+    } else {
+        None
+    };
+    if job.stopped() {
+        return Ok(());
+    }
+    // Then the parameters in host memory, the same way.
+    srs.params_waiting(
+        || inner.retry_held.load(Ordering::Acquire),
+        || inner.give_up(&job),
+    )
+    .map_err(cannot)?;
     if job.stopped() {
         return Ok(());
     }

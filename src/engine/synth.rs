@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     error::{catch, Error, Result, Status},
-    params::Srs,
+    params::{HostPath, Srs},
     pce,
     porep::SealCircuits,
     prover::ProvingAssignment,
@@ -27,11 +27,57 @@ use crate::{
 /// vectors grow by doubling (up to twice that while one is copied).
 const RECORDING_BYTES_PER_CONSTRAINT: u64 = 96;
 
-fn recording_room(srs: &Srs) -> pce::Room {
+fn recording_room(inner: &Inner, srs: &Srs) -> pce::Room {
     pce::Room {
         recording: srs.size.constraints as u64 * RECORDING_BYTES_PER_CONSTRAINT,
-        partition: srs.size.working_bytes(),
+        // A partition under the recording (its constraint count is not known yet).
+        partition: srs
+            .size
+            .host_bytes(pce_path(inner, srs.size.domain())),
     }
+}
+
+/// How a partition will be synthesized and proved, decided before its memory is reserved:
+/// the recording it is synthesized under (none: in full) and what it holds in host memory.
+pub(super) struct Plan {
+    pub(super) held: Option<Arc<pce::Held>>,
+    pub(super) path: HostPath,
+}
+
+/// Whether a CPU prover may get a partition's assignment (not only GPU provers).
+fn cpu_proves(inner: &Inner) -> bool {
+    inner.backends.iter().any(|b| !b.is_gpu())
+}
+
+/// The host path of a partition synthesized under a recording of `rows` constraints.
+fn pce_path(inner: &Inner, rows: usize) -> HostPath {
+    if inner.cfg.synthesis_mode() == SynthesisMode::Pce
+        && inner.backends.iter().all(|b| b.proves_witness())
+    {
+        HostPath::Witness
+    } else if cpu_proves(inner) {
+        HostPath::Cpu
+    } else {
+        HostPath::Assignment { rows }
+    }
+}
+
+/// The plan for the next partition of circuit `id` (see [`Plan`]).
+pub(super) fn plan(inner: &Inner, id: &str, srs: &Srs) -> Plan {
+    let held = if inner.cfg.synthesis_mode().pre_compiled() {
+        inner.pce.get(id)
+    } else {
+        None
+    };
+    let path = match &held {
+        Some(h) => pce_path(inner, h.rec.constraints()),
+        None if cpu_proves(inner) => HostPath::Cpu,
+        // Full synthesis writes the circuit's rows; their count is the domain at most.
+        None => HostPath::Assignment {
+            rows: srs.size.domain(),
+        },
+    };
+    Plan { held, path }
 }
 
 /// Loads (or records) the circuit's recording on this thread (preload).
@@ -40,7 +86,7 @@ pub(super) fn load_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, sr
     let _ = inner.pce.load_or_record(
         circuits.params_id(),
         (srs.size.inputs, srs.size.aux),
-        recording_room(srs),
+        recording_room(inner, srs),
         move |abort| c.record(Some(abort)).map_err(|e| e.message),
     );
 }
@@ -56,29 +102,27 @@ fn synthesize_partition(
     srs: &Srs,
     job: &Job,
     k: usize,
+    plan: Plan,
 ) -> Result<(Work, &'static str)> {
     let full = || {
         circuits
             .synthesize(k, Some(srs.size), Some(job.stop.clone()))
             .map(|a| (Work::Assignment(a), "full"))
     };
-    let mode = inner.cfg.synthesis_mode();
-    if !mode.pre_compiled() {
-        return full();
-    }
-    let id = circuits.params_id();
-    let Some(held) = inner.pce.get(id) else {
-        let c = circuits.clone();
-        inner.pce.start(
-            id,
-            (srs.size.inputs, srs.size.aux),
-            recording_room(srs),
-            move |abort| c.record(Some(abort)).map_err(|e| e.message),
-        );
+    let Some(held) = plan.held else {
+        if inner.cfg.synthesis_mode().pre_compiled() {
+            let c = circuits.clone();
+            inner.pce.start(
+                circuits.params_id(),
+                (srs.size.inputs, srs.size.aux),
+                recording_room(inner, srs),
+                move |abort| c.record(Some(abort)).map_err(|e| e.message),
+            );
+        }
         return full();
     };
     let w = circuits.synthesize_witness(k, Some(held.rec.aux), Some(job.stop.clone()))?;
-    if mode == SynthesisMode::Pce && inner.backends.iter().all(|b| b.proves_witness()) {
+    if plan.path == HostPath::Witness {
         return Ok((Work::Witness(held, w), "pce;witness"));
     }
     host_assignment(inner, circuits, srs, job, k, held, w)
@@ -179,7 +223,8 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
     };
     let srs = inner.srs_for(circuits.params_id(), circuits.shape().sector_size)?;
     prepare_backends(inner, &srs)?;
-    let bytes = srs.size.working_bytes();
+    let plan = plan(inner, circuits.params_id(), &srs);
+    let bytes = srs.size.host_bytes(plan.path);
     let stop = || inner.give_up(job);
     let reservation =
         match inner
@@ -195,7 +240,7 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
         .timeline
         .emit(EventKind::SynthStart, job.id, k as u32, w as u32, bytes, "");
     inner.counters.synthesizing.fetch_add(1, Ordering::Relaxed);
-    let synthesized = synthesize_partition(inner, &circuits, &srs, job, k);
+    let synthesized = synthesize_partition(inner, &circuits, &srs, job, k, plan);
     drop(circuits);
     inner.counters.synthesizing.fetch_sub(1, Ordering::Relaxed);
     let (work, path) = match synthesized {

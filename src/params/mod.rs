@@ -64,17 +64,49 @@ impl CircuitSize {
         self.constraints.next_power_of_two()
     }
 
-    /// Upper bound of the heap bytes one partition needs from the start of its synthesis to
-    /// the end of its proof: a/b/c padded to the domain (three vectors), the witness, the h
-    /// coefficients and the byte-form copies of the witness taken by the multi-exponentiations.
-    pub fn working_bytes(&self) -> u64 {
+    /// Heap bytes one partition holds from the start of its synthesis to the end of its
+    /// proof, by the path it takes (what the memory budget reserves for it).
+    pub fn host_bytes(&self, path: HostPath) -> u64 {
         let fr = 32u64;
         let d = self.domain() as u64;
+        let aux = self.aux as u64;
         let vars = (self.inputs + self.aux) as u64;
-        // a, b, c (FFT in place, padded to d) + h exponents (d) + witness as Fr and as Repr (2x vars)
-        // + densities (3 bits per var, rounded up generously) + 10% allocator slack.
-        let raw = 4 * d * fr + 2 * vars * fr + vars;
-        raw + raw / 10
+        let raw = match path {
+            // The values, two class bits per aux value, and the list of the values that are
+            // neither 0 nor 1 (index and value, 36 bytes) a prover builds from them: 0.4-1.6%
+            // of the aux values in the PoRep circuits, budgeted as 2%.
+            HostPath::Witness => vars * fr + aux / 4 + aux * 36 / 50,
+            // a, b, c (their rows only: the room reserved for the domain's padding is never
+            // written) and the witness, with three density bits per variable.
+            HostPath::Assignment { rows } => 3 * rows as u64 * fr + vars * fr + vars,
+            // a, b, c padded to the domain (FFT in place) + h exponents (d) + the witness as
+            // field elements and as exponents (2x vars) + densities.
+            HostPath::Cpu => 4 * d * fr + 2 * vars * fr + vars,
+        };
+        raw + raw / 20
+    }
+}
+
+/// Where a partition is proved, which decides what it holds in host memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostPath {
+    /// Its witness only: a GPU computes a, b and c from the circuit's recording.
+    Witness,
+    /// a, b and c of `rows` constraints and the witness, for a GPU prover that takes them as
+    /// they are (the product on the host: the circuit's constraints; full synthesis before
+    /// the constraint count is known: the domain).
+    Assignment { rows: usize },
+    /// The CPU prover (also a CPU retry of a partition a GPU failed on).
+    Cpu,
+}
+
+impl HostPath {
+    pub fn name(&self) -> &'static str {
+        match self {
+            HostPath::Witness => "witness",
+            HostPath::Assignment { .. } => "assignment",
+            HostPath::Cpu => "cpu",
+        }
     }
 }
 
