@@ -268,6 +268,34 @@ __device__ __forceinline__ void cuzk_bucket_add(bucket& acc, const bucket& p)
         acc.uadd(p);
 }
 
+// Adds the block's logical threads' `sum`s up in a tree through slots[t * stride] (device
+// memory, overwritten once every thread has read what it needed of it) and adds the total into
+// *out. Called by the whole block.
+template<class bucket>
+__device__ __forceinline__ void cuzk_block_sum_into(bucket sum, typename bucket::mem_t* slots,
+                                                    uint32_t stride,
+                                                    typename bucket::mem_t* out)
+{
+    const uint32_t nt = blockDim.x / bucket::degree;
+    const uint32_t t = threadIdx.x / bucket::degree;
+    __syncthreads();
+    slots[stride * t] = sum;
+    __syncthreads();
+    for (uint32_t half = nt / 2; half; half /= 2) {
+        if (t < half) {
+            bucket o = slots[stride * (t + half)];
+            cuzk_bucket_add(sum, o);
+            slots[stride * t] = sum;
+        }
+        __syncthreads();
+    }
+    if (t == 0) {
+        bucket w = *out;
+        cuzk_bucket_add(w, sum);
+        *out = w;
+    }
+}
+
 template<class bucket>
 __launch_bounds__(MSM_NTHREADS) __global__
 void cuzk_msm_windows(typename bucket::mem_t* rows, uint32_t wbits, uint32_t nbits,
@@ -310,22 +338,7 @@ void cuzk_msm_windows(typename bucket::mem_t* rows, uint32_t wbits, uint32_t nbi
         bucket res = row[2 * t];
         cuzk_bucket_add(sum, res);
     }
-    __syncthreads();  // every thread has read its pair before the row is overwritten
-    row[2 * t] = sum;
-    __syncthreads();
-    for (uint32_t half = nt / 2; half; half /= 2) {
-        if (t < half) {
-            bucket o = row[2 * (t + half)];
-            cuzk_bucket_add(sum, o);
-            row[2 * t] = sum;
-        }
-        __syncthreads();
-    }
-    if (t == 0) {
-        bucket w = wins[y];
-        cuzk_bucket_add(w, sum);
-        wins[y] = w;
-    }
+    cuzk_block_sum_into(sum, row, 2, wins + y);
 }
 
 // *out += the sum of parts[0..n) (n >= the block's logical threads). One block.
@@ -342,22 +355,7 @@ void cuzk_sum_into(typename bucket::mem_t* parts, uint32_t n, typename bucket::m
         bucket p = parts[i];
         cuzk_bucket_add(sum, p);
     }
-    __syncthreads();
-    parts[t] = sum;
-    __syncthreads();
-    for (uint32_t half = nt / 2; half; half /= 2) {
-        if (t < half) {
-            bucket o = parts[t + half];
-            cuzk_bucket_add(sum, o);
-            parts[t] = sum;
-        }
-        __syncthreads();
-    }
-    if (t == 0) {
-        bucket w = *out;
-        cuzk_bucket_add(w, sum);
-        *out = w;
-    }
+    cuzk_block_sum_into(sum, parts, 1, out);
 }
 
 template __global__ void cuzk_msm_windows<bucket_t>(bucket_t::mem_t*, uint32_t, uint32_t,
@@ -425,6 +423,21 @@ static msm_shape_t msm_shape(size_t n, size_t max_stride = SIZE_MAX)
     return s;
 }
 
+// Grows a device array to hold n elements (with a quarter to spare unless `exact`); cudaFree
+// waits for the GPU.
+template<class T>
+static void grow(T*& p, size_t& cap, size_t n, bool exact = false)
+{
+    if (n <= cap)
+        return;
+    cudaFree(p);
+    p = nullptr;
+    cap = 0;
+    size_t want = exact ? n : n + n / 4;
+    CUDA_OK(cudaMalloc((void**)&p, want * sizeof(T)));
+    cap = want;
+}
+
 template<class T> struct nodeduce { typedef T type; };
 
 template<class... P>
@@ -476,22 +489,9 @@ struct msm_ws_t {
     // Room for an MSM of shape s. Growing frees the old buffers (cudaFree waits for the GPU).
     void reserve(const msm_shape_t& s)
     {
-        size_t nb = rows(s), nh = rows(s), tb = temps(s);
-        if (nb > n_buckets) {
-            cudaFree(buckets); buckets = nullptr; n_buckets = 0;
-            CUDA_OK(cudaMalloc((void**)&buckets, nb * sizeof(bucket_d)));
-            n_buckets = nb;
-        }
-        if (nh > n_hist) {
-            cudaFree(hist); hist = nullptr; n_hist = 0;
-            CUDA_OK(cudaMalloc((void**)&hist, nh * sizeof(uint32_t)));
-            n_hist = nh;
-        }
-        if (tb > temp_bytes) {
-            cudaFree(temp); temp = nullptr; temp_bytes = 0;
-            CUDA_OK(cudaMalloc((void**)&temp, tb));
-            temp_bytes = tb;
-        }
+        grow(buckets, n_buckets, rows(s), true);
+        grow(hist, n_hist, rows(s), true);
+        grow(temp, temp_bytes, temps(s), true);
     }
 };
 
@@ -665,6 +665,30 @@ static void sum_selected(const gpu_t& gpu, cudaStream_t st, msm_ws_t<bucket>& ws
     CUDA_OK(cudaGetLastError());
     cuzk_sum_into<bucket><<<1, 256, 0, st>>>(ws.parts, (uint32_t)ws.n_parts, out);
     CUDA_OK(cudaGetLastError());
+}
+
+// One of the L, A, B(G1), B(G2) MSMs into wins: a Pippenger MSM over the others (their bases
+// gathered into tb first) plus the sum of the bases whose scalar is one. `list` is the split
+// of its n scalars (ones from the front, others from the back), `d_cnt` its two counts on the
+// device and `cnt` here, `tail` the others' scalars.
+template<class bucket, class affine_dev>
+static msm_shape_t split_msm(const gpu_t& gpu, cudaStream_t st, cudaStream_t sd,
+                             msm_ws_t<bucket>& ws, msm_events_t& ev, affine_dev* tb,
+                             const affine_dev* bases, const uint32_t* list, size_t n,
+                             const uint32_t* d_cnt, const uint32_t* cnt, const fr_t* tail,
+                             typename bucket::mem_t* wins, uint32_t sid)
+{
+    const uint32_t n_one = cnt[0], n_oth = cnt[1];
+    if (n_oth) {
+        cuzk_gather<<<gpu.sm_count() * 2, 1024, 0, st>>>(
+            reinterpret_cast<uint4*>(tb), reinterpret_cast<const uint4*>(bases),
+            list + n - n_oth, n_oth, sizeof(affine_dev) / 16);
+        CUDA_OK(cudaGetLastError());
+    }
+    msm_shape_t s = msm_enqueue<bucket, affine_dev>(gpu, ws, ev, tb, tail, n_oth, wins, st, sd,
+                                                    sid);
+    sum_selected<bucket, affine_dev>(gpu, st, ws, bases, list, d_cnt, n_one, wins + s.nwins);
+    return s;
 }
 
 // The MSM's value from its windows (host copies of wins): Horner over the windows, plus the
@@ -889,20 +913,6 @@ struct prove_ws_t {
                (CUZK_MAX_WINS + 1) * sizeof(*res2);
     }
 };
-
-// Grows a device array to hold n elements (with a quarter to spare); cudaFree waits for the GPU.
-template<class T>
-static void grow(T*& p, size_t& cap, size_t n)
-{
-    if (n <= cap)
-        return;
-    cudaFree(p);
-    p = nullptr;
-    cap = 0;
-    size_t want = n + n / 4;
-    CUDA_OK(cudaMalloc((void**)&p, want * sizeof(T)));
-    cap = want;
-}
 
 // Splits the L (aux), A and B scalars of the partition in `g` into ones and others
 // (cuzk_classify), reads the counts back and gathers the others' scalars. Waits for the stage's
@@ -1436,34 +1446,15 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
                                    g->split_idx + g->n_aux + g->na};
         const fr_t* tail[3] = {g->tail_s, g->tail_s + g->cnt[1], g->tail_s + g->cnt[1] + g->cnt[3]};
         for (int k = 0; k < 3; k++) {
-            uint32_t n_one = g->cnt[2 * k], n_oth = g->cnt[2 * k + 1];
-            bucket_t::mem_t* wins = w.res1 + (k + 1) * nw;
-            if (n_oth) {
-                cuzk_gather<<<sms * 2, 1024, 0, st>>>(
-                    reinterpret_cast<uint4*>(w.tb1), reinterpret_cast<const uint4*>(bases[k]),
-                    list[k] + ns[k] - n_oth, n_oth, sizeof(affine_d) / 16);
-                CUDA_OK(cudaGetLastError());
-            }
-            sh[k + 1] = msm_enqueue<bucket_t, affine_d>(gpu, w.g1, w.ev, w.tb1, tail[k], n_oth,
-                                                        wins, st, sd, 1);
-            sum_selected<bucket_t, affine_d>(gpu, st, w.g1, bases[k], list[k],
-                                             g->split_cnt + 2 * k, n_one, wins + sh[k + 1].nwins);
+            sh[k + 1] = split_msm<bucket_t, affine_d>(
+                gpu, st, sd, w.g1, w.ev, w.tb1, bases[k], list[k], ns[k], g->split_cnt + 2 * k,
+                g->cnt + 2 * k, tail[k], w.res1 + (k + 1) * nw, 1);
             CUDA_OK(cudaEventRecord(w.tm[3 + k], st));
         }
-        {
-            uint32_t n_one = g->cnt[4], n_oth = g->cnt[5];
-            if (n_oth) {
-                cuzk_gather<<<sms * 2, 1024, 0, st>>>(
-                    reinterpret_cast<uint4*>(w.tb2), reinterpret_cast<const uint4*>(s->b2),
-                    list[2] + ns[2] - n_oth, n_oth, sizeof(affine2_d) / 16);
-                CUDA_OK(cudaGetLastError());
-            }
-            sh[4] = msm_enqueue<bucket2_t, affine2_d>(gpu, w.g2, w.ev, w.tb2, tail[2], n_oth,
-                                                      w.res2, st, sd, 2);
-            sum_selected<bucket2_t, affine2_d>(gpu, st, w.g2, s->b2, list[2], g->split_cnt + 4,
-                                               n_one, w.res2 + sh[4].nwins);
-            CUDA_OK(cudaEventRecord(w.tm[6], st));
-        }
+        sh[4] = split_msm<bucket2_t, affine2_d>(gpu, st, sd, w.g2, w.ev, w.tb2, s->b2, list[2],
+                                                ns[2], g->split_cnt + 4, g->cnt + 4, tail[2],
+                                                w.res2, 2);
+        CUDA_OK(cudaEventRecord(w.tm[6], st));
         std::vector<bucket_t> r1(4 * nw);
         std::vector<bucket2_t> r2(nw);
         CUDA_OK(cudaMemcpyAsync(r1.data(), w.res1, r1.size() * sizeof(bucket_t),
