@@ -72,6 +72,10 @@ pub struct BatchCmdArgs {
     /// finishing elsewhere.
     #[arg(long, value_name = "D@K")]
     pub disable_device: Option<String>,
+    /// Memory budget in GiB (0: automatic, 90% of MemAvailable at start; give it where memory
+    /// is handed to the machine as it is used, as on some VMs).
+    #[arg(long, default_value_t = 0)]
+    pub memory_budget_gib: u64,
     /// Waterfall SVG output.
     #[arg(long, default_value = "cuzk-waterfall.svg")]
     pub svg: PathBuf,
@@ -100,11 +104,13 @@ pub fn batch(args: BatchCmdArgs, params_dir: PathBuf) -> Result<ExitCode, Error>
         devices,
         gpu_batch,
         disable_device,
+        memory_budget_gib,
         svg,
         json,
         timeline,
     } = args;
     bench_batch(BatchArgs {
+        memory_budget: memory_budget_gib << 30,
         baseline_jobs,
         baseline_count,
         devices,
@@ -129,6 +135,7 @@ pub fn batch(args: BatchCmdArgs, params_dir: PathBuf) -> Result<ExitCode, Error>
 }
 
 struct BatchArgs {
+    memory_budget: u64,
     lookahead: usize,
     c1: PathBuf,
     sector_id: u64,
@@ -204,6 +211,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     let engine = Engine::start(Config {
         synthesis_workers: a.synthesis_workers,
         synthesis_lookahead: a.lookahead,
+        memory_budget: a.memory_budget,
         params_dir: a.params_dir.clone(),
         timeline_file: a.timeline.clone(),
         devices: a.devices.clone(),
@@ -281,6 +289,20 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
 
     let mut times = Vec::new();
     let mut failed = 0;
+    // Mean GPU stage times per partition (cuzk's GPU prover), and synthesis time by path.
+    let mut stage_sum = [0f64; 8];
+    let mut stage_n = 0usize;
+    for (_, _, out) in results.iter().flatten() {
+        for p in &out.partitions {
+            if p.stages.gpu_stages_ms.iter().any(|x| *x > 0.0) {
+                stage_n += 1;
+                for (s, x) in stage_sum.iter_mut().zip(p.stages.gpu_stages_ms) {
+                    *s += x;
+                }
+            }
+        }
+    }
+    let stages_ms: Vec<f64> = stage_sum.iter().map(|s| s / stage_n.max(1) as f64).collect();
     for r in results {
         match r {
             Ok((i, wall_ms, out)) => {
@@ -331,6 +353,19 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             gpu_sum / parts as f64,
             times.iter().map(|t| t.prove_ms).sum::<f64>() / parts as f64,
             times.iter().map(|t| t.synth_ms).sum::<f64>() / parts as f64,
+        );
+    }
+    if stage_n > 0 {
+        const NAMES: [&str; 8] = ["upload", "ntt", "h", "split", "l", "a", "b_g1", "b_g2"];
+        let parts: Vec<String> = NAMES
+            .iter()
+            .zip(&stages_ms)
+            .map(|(n, ms)| format!("{n} {ms:.1}"))
+            .collect();
+        println!(
+            "GPU stages per partition (ms, mean of {stage_n}): {} (kernels {:.1})",
+            parts.join(", "),
+            stages_ms[1..].iter().sum::<f64>()
         );
     }
     println!();
@@ -461,6 +496,9 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         },
         "max_synth_concurrency": an.max_synth_concurrency,
         "mean_synth_concurrency": an.mean_synth_concurrency,
+        "gpu_stages_ms": { "upload": stages_ms[0], "ntt": stages_ms[1], "h": stages_ms[2],
+            "split": stages_ms[3], "l": stages_ms[4], "a": stages_ms[5], "b_g1": stages_ms[6],
+            "b_g2": stages_ms[7] },
         "proofs": times, "baseline": baseline, "external_baselines": externals,
         "prover_devices": status.devices.iter().map(|d| d.name.clone()).collect::<Vec<_>>(),
     });

@@ -4,6 +4,7 @@
 mod bench_batch;
 mod bench_c2;
 mod bench_calls;
+mod bench_params;
 mod bench_synth;
 mod fixture;
 mod params;
@@ -117,6 +118,7 @@ enum BenchCmd {
     Calls(bench_calls::CallsArgs),
     Synth(bench_synth::SynthArgs),
     C2(bench_c2::C2Args),
+    Params(bench_params::ParamsBenchArgs),
 }
 
 /// The parameter directory a node would use here (`FIL_PROOFS_PARAMETER_CACHE` as the caller
@@ -218,5 +220,6 @@ fn run(cmd: Cmd, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCode, Er
         Cmd::Bench(BenchCmd::Calls(a)) => bench_calls::calls(a, params_dir),
         Cmd::Bench(BenchCmd::Synth(a)) => bench_synth::synth(a, params_dir),
         Cmd::Bench(BenchCmd::C2(a)) => bench_c2::c2(a),
+        Cmd::Bench(BenchCmd::Params(a)) => bench_params::params(a),
     }
 }

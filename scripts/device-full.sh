@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Issue 22: full-size (32 GiB / 64 GiB) runs on a GPU host from a bare machine, with binaries
+# carried in .dev/ (cuzk built with --features cuda, .dev/fp-supraseal from
+# scripts/build-baseline.sh). A run outlasts one device call (10 minutes), so it is started in
+# the background in its own session and polled:
+#   scripts/device-full.sh start PLAN   # PLAN: 32 (the 32 GiB run) or 64 (the 64 GiB checks)
+#   scripts/device-full.sh poll [SECS]  # waits up to SECS (default 540) for the run, packs what
+#                                       # is there into $OUT/results.tgz, prints the log's tail
+# Results and logs go to $W (on the disk with the most room; the parameter sets are ~47 GB).
+set -uo pipefail
+BIN=${BIN:-$PWD/.dev/cuzk}
+SUPRA=${SUPRA:-$PWD/.dev/fp-supraseal}
+pick_dir() {  # the mounted filesystem with the most free space that is not in memory
+  df -P -B1 -x tmpfs -x devtmpfs -x overlay 2>/dev/null | awk 'NR>1 {print $4, $6}' | sort -rn | head -1 | awk '{print $2}'
+}
+W=${W:-/var/tmp/cuzk-full}
+case ${1:-} in
+  start)
+    base=$(pick_dir); [[ -n $base && $base != / ]] && W=$base/cuzk-full
+    mkdir -p "$W"; echo "$W" > /tmp/cuzk-full.dir
+    setsid nohup "$0" run "$2" "$W" > "$W/log" 2>&1 < /dev/null &
+    echo "started plan $2 in $W (pid $!)"; df -h; free -g ;;
+  poll)
+    W=$(cat /tmp/cuzk-full.dir)
+    end=$((SECONDS + ${2:-540}))
+    while (( SECONDS < end )) && ! grep -q '^== END' "$W/log"; do sleep 5; done
+    tar czf "${OUT:-/tmp}/results.tgz" -C "$W" --exclude='*.params' --exclude='*.vk' --exclude='*.cuzk-pce' --exclude='*.json.c1' . 2>/dev/null
+    tail -c 6000 "$W/log" ;;
+  run)
+    PLAN=$2 W=$3; cd "$(dirname "$0")/.." || exit 1
+    export RUST_LOG=${RUST_LOG:-info} RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-}
+    stamp() { echo "== $(date +%T) ($SECONDS s) $*"; }
+    # Device memory every second while a step runs.
+    smi() { nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader -l 1 > "$W/$1.smi" 2>/dev/null & echo $!; }
+    # A command's wall time, peak RSS and exit code, its output in $W/NAME.{out,log}.
+    timed() { local name=$1; shift; /usr/bin/time -v -o "$W/$name.time" "$@" > "$W/$name.out" 2> "$W/$name.log"; local rc=$?
+      echo "$name: exit $rc, $(grep -E 'Elapsed|Maximum resident' "$W/$name.time" | sed 's/^\s*//' | tr '\n' ' ')"; return $rc; }
+    # The incumbent, one proof, killed (and its peak reported) before it takes the host down.
+    baseline() { local size=$1 P=$2 cap=$((110 << 30)) peak=0
+      FIL_PROOFS_PARAMETER_CACHE=$P $SUPRA --c1 "$P/c1-$size.json" --sector-id 1 --miner-id 1000 -c 1 -j 1 --label fp-supraseal \
+        > "$W/baseline-$size.out" 2> "$W/baseline-$size.log" &
+      local pid=$! t0=$SECONDS
+      while kill -0 $pid 2>/dev/null; do
+        rss=$(( $(awk '/VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0) * 1024 ))
+        (( rss > peak )) && peak=$rss
+        if (( rss > cap )); then kill -9 $pid; echo "baseline $size: killed at $((SECONDS - t0)) s with $((rss >> 30)) GiB resident (cap $((cap >> 30)) GiB)"; break; fi
+        sleep 1
+      done
+      wait $pid; echo "baseline $size: exit $?, $((SECONDS - t0)) s, peak RSS seen $((peak >> 30)) GiB"
+      tail -3 "$W/baseline-$size.log"; cat "$W/baseline-$size.out"; }
+    stamp "plan $PLAN in $W"; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; df -h "$W"
+    case $PLAN in
+      32)
+        P=$W/p32; mkdir -p "$P"
+        stamp "32GiB parameters and recording"
+        timed gen-32 $BIN --params-dir "$P" params gen --sector-size 32GiB; cat "$W/gen-32.out" | head -40
+        stamp "32GiB synthetic C1"
+        timed fixture-32 $BIN fixture --sector-size 32GiB --sector-id 1 --miner-id 1000 -o "$P/c1-32GiB.json"; cat "$W/fixture-32.log"
+        stamp "a stream of 3 proofs"
+        s=$(smi bench-32)
+        timed bench-32 $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 3 -j 2 --memory-budget-gib 112 \
+          --svg "$W/bench-32.svg" --json "$W/bench-32.json" --timeline "$W/bench-32.timeline"
+        kill $s; grep -vE '^\s*$' "$W/bench-32.out" | tail -30
+        stamp "filecoin-proofs + supraseal, one proof"
+        baseline 32GiB "$P" ;;
+      64)
+        rm -rf "$W/p32"; P=$W/p64; mkdir -p "$P"
+        stamp "64GiB recording, synthetic C1, vanilla verification"
+        timed fixture-64 $BIN fixture --sector-size 64GiB --sector-id 1 --miner-id 1000 -o "$P/c1-64GiB.json"; cat "$W/fixture-64.log"
+        stamp "64GiB parameters and recording"
+        timed gen-64 $BIN --params-dir "$P" params gen --sector-size 64GiB; head -40 "$W/gen-64.out"
+        stamp "one proof (10 partitions synthesized and proved)"
+        s=$(smi bench-64)
+        timed bench-64 $BIN --params-dir "$P" bench batch --c1 "$P/c1-64GiB.json" -c 1 -j 1 --memory-budget-gib 112 \
+          --svg "$W/bench-64.svg" --json "$W/bench-64.json" --timeline "$W/bench-64.timeline"
+        kill $s; grep -vE '^\s*$' "$W/bench-64.out" | tail -30 ;;
+    esac
+    stamp "END" ;;
+  *) echo "usage: $0 start 32|64 | poll [SECS]" >&2; exit 2 ;;
+esac
