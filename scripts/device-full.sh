@@ -33,8 +33,14 @@ case ${1:-} in
     # Device memory every second while a step runs.
     smi() { nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader -l 1 > "$W/$1.smi" 2>/dev/null & echo $!; }
     # A command's wall time, peak RSS and exit code, its output in $W/NAME.{out,log}.
-    timed() { local name=$1; shift; /usr/bin/time -v -o "$W/$name.time" "$@" > "$W/$name.out" 2> "$W/$name.log"; local rc=$?
-      echo "$name: exit $rc, $(grep -E 'Elapsed|Maximum resident' "$W/$name.time" | sed 's/^\s*//' | tr '\n' ' ')"; return $rc; }
+    timed() { local name=$1 t0=$SECONDS rc; shift
+      if [[ -x /usr/bin/time ]]; then /usr/bin/time -v -o "$W/$name.time" "$@" > "$W/$name.out" 2> "$W/$name.log"; rc=$?
+      else "$@" > "$W/$name.out" 2> "$W/$name.log"; rc=$?; fi
+      echo "$name: exit $rc, $((SECONDS - t0)) s $(grep -E 'Maximum resident' "$W/$name.time" 2>/dev/null | sed 's/^\s*//')"
+      [[ $rc = 0 ]] || tail -5 "$W/$name.log"; return $rc; }
+    # Room for a parameter set (~47 GB) and its recording (~6 GB)? Else the engine records.
+    rec_opt() { local avail; avail=$(df -P -B1 "$1" | awk 'NR==2 {print $4}')
+      (( avail > 56000000000 )) || echo --no-recording; }
     # The incumbent, one proof, killed (and its peak reported) before it takes the host down.
     baseline() { local size=$1 P=$2 cap=$((110 << 30)) peak=0
       FIL_PROOFS_PARAMETER_CACHE=$P $SUPRA --c1 "$P/c1-$size.json" --sector-id 1 --miner-id 1000 -c 1 -j 1 --label fp-supraseal \
@@ -53,7 +59,7 @@ case ${1:-} in
       32)
         P=$W/p32; mkdir -p "$P"
         stamp "32GiB parameters and recording"
-        timed gen-32 $BIN --params-dir "$P" params gen --sector-size 32GiB; cat "$W/gen-32.out" | head -40
+        timed gen-32 $BIN --params-dir "$P" params gen --sector-size 32GiB $(rec_opt "$P"); cat "$W/gen-32.out" | head -40
         stamp "32GiB synthetic C1"
         timed fixture-32 $BIN fixture --sector-size 32GiB --sector-id 1 --miner-id 1000 -o "$P/c1-32GiB.json"; cat "$W/fixture-32.log"
         stamp "a stream of 3 proofs"
@@ -68,7 +74,7 @@ case ${1:-} in
         stamp "64GiB recording, synthetic C1, vanilla verification"
         timed fixture-64 $BIN fixture --sector-size 64GiB --sector-id 1 --miner-id 1000 -o "$P/c1-64GiB.json"; cat "$W/fixture-64.log"
         stamp "64GiB parameters and recording"
-        timed gen-64 $BIN --params-dir "$P" params gen --sector-size 64GiB; head -40 "$W/gen-64.out"
+        timed gen-64 $BIN --params-dir "$P" params gen --sector-size 64GiB $(rec_opt "$P"); head -40 "$W/gen-64.out"
         stamp "one proof (10 partitions synthesized and proved)"
         s=$(smi bench-64)
         timed bench-64 $BIN --params-dir "$P" bench batch --c1 "$P/c1-64GiB.json" -c 1 -j 1 --memory-budget-gib 112 \
