@@ -21,6 +21,8 @@ case ${1:-} in
     setsid nohup "$0" run "$2" "$W" > "$W/log" 2>&1 < /dev/null &
     echo "started plan $2 in $W (pid $!)"; df -h; free -g ;;
   poll)
+    # A fresh machine (the last one was given back) has no run: say so at once.
+    [[ -s /tmp/cuzk-full.dir ]] || { echo "no run on this machine (it was given back?)"; exit 3; }
     W=$(cat /tmp/cuzk-full.dir)
     end=$((SECONDS + ${2:-540}))
     while (( SECONDS < end )) && ! grep -q '^== END' "$W/log"; do sleep 5; done
