@@ -39,6 +39,7 @@
 #                                   # 2KiB parameters are generated in the background meanwhile)
 #   scripts/device-plan.sh h200-2k  # the real 2KiB circuit: calls and the stream against the
 #                                   # incumbent (what h200-streamed had no time left for)
+# The full-size runs (issue 22) outlast a device call: scripts/device-full.sh (start, then poll).
 # Plans before h200-streamed ran builds that still had supraseal-c2's backend
 # (CUZK_GPU_PROVER=supraseal); it was removed after h200-msm.
 set -uo pipefail
