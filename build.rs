@@ -83,6 +83,7 @@ mod cuda {
             .opt_level(3)
             .file("kernels/probe.cu")
             .file("kernels/groth16.cu")
+            .file("kernels/fixed_base.cu")
             // sppark's field, curve, NTT and MSM headers, and blst's (their host-side types).
             .define("FEATURE_BLS12_381", None)
             .define("TAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE", None)

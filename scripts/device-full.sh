@@ -6,6 +6,9 @@
 #   scripts/device-full.sh start PLAN   # PLAN: 32 (the 32 GiB run) or 64 (the 64 GiB checks)
 #   scripts/device-full.sh poll [SECS]  # waits up to SECS (default 540) for the run, packs what
 #                                       # is there into $OUT/results.tgz, prints the log's tail
+#   scripts/device-full.sh check        # in the foreground, first: parameter sets generated on
+#                                       # the GPU against the CPU's, byte for byte (10-partition
+#                                       # fixture and real 2KiB), with their times
 # Results and logs go to $W (on the disk with the most room; the parameter sets are ~47 GB).
 set -uo pipefail
 BIN=${BIN:-$PWD/.dev/cuzk}
@@ -20,6 +23,23 @@ case ${1:-} in
     mkdir -p "$W"; echo "$W" > /tmp/cuzk-full.dir
     setsid nohup "$0" run "$2" "$W" > "$W/log" 2>&1 < /dev/null &
     echo "started plan $2 in $W (pid $!)"; df -h; free -g ;;
+  check)
+    T=/tmp/cuzk-check; rm -rf "$T"; mkdir -p "$T"; rc=0
+    for shape in "2KiB --partitions 10" "2KiB"; do
+      for on in off gpu; do
+        d=$T/$on; [[ $on = gpu ]] && unset CUZK_PARAMGEN_GPU || export CUZK_PARAMGEN_GPU=off
+        t0=$SECONDS
+        $BIN --params-dir "$d" params gen --sector-size $shape --no-recording > "$T/gen.json" 2> "$T/gen.log" \
+          || { echo "params gen $shape ($on) failed"; tail -5 "$T/gen.log"; rc=1; }
+        echo "$shape on $on: $((SECONDS - t0)) s; $(grep -E '"(points_on|points_seconds|eval_seconds)"' "$T/gen.json" | tr -d ' \n')"
+      done
+      unset CUZK_PARAMGEN_GPU
+    done
+    for f in "$T"/off/*.params "$T"/off/*.vk; do
+      if cmp -s "$f" "$T/gpu/$(basename "$f")"; then echo "same bytes: $(basename "$f")"
+      else echo "DIFFERENT: $(basename "$f")"; rc=1; fi
+    done
+    exit $rc ;;
   poll)
     # A fresh machine (the last one was given back) has no run: say so at once.
     [[ -s /tmp/cuzk-full.dir ]] || { echo "no run on this machine (it was given back?)"; exit 3; }
@@ -84,5 +104,5 @@ case ${1:-} in
         kill $s; grep -vE '^\s*$' "$W/bench-64.out" | tail -30 ;;
     esac
     stamp "END" ;;
-  *) echo "usage: $0 start 32|64 | poll [SECS]" >&2; exit 2 ;;
+  *) echo "usage: $0 check | start 32|64 | poll [SECS]" >&2; exit 2 ;;
 esac

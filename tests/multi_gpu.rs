@@ -68,7 +68,9 @@ impl ProverBackend for SimN {
         true
     }
     fn devices(&self) -> Vec<String> {
-        (0..self.0.enabled.len()).map(|d| format!("sim:{d}")).collect()
+        (0..self.0.enabled.len())
+            .map(|d| format!("sim:{d}"))
+            .collect()
     }
     fn max_batch(&self) -> usize {
         self.0.usable().len()
@@ -152,8 +154,7 @@ impl ProverBackend for SimN {
 /// taken out of service leaves its partition to the CPU, and the backend then takes batches
 /// for the two devices left; the job verifies.
 #[test]
-fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_work_to_the_cpu(
-) {
+fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_work_to_the_cpu() {
     let shape2 = FixtureShape {
         partitions: 2,
         layers: 0,
@@ -166,7 +167,10 @@ fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_
     let (spec3, _, c1_3) = common::fixture(shape3);
     let hold_first = Arc::new(common::Gate::default());
     let hold_second = Arc::new(common::Gate::default());
-    let sim = Arc::new(NState::new(3, vec![hold_first.clone(), hold_second.clone()]));
+    let sim = Arc::new(NState::new(
+        3,
+        vec![hold_first.clone(), hold_second.clone()],
+    ));
     let engine = Engine::start_with_backends(
         Config {
             params_dir: common::params_dir(),
@@ -221,10 +225,13 @@ fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_
         let out = engine.await_job(b, None).unwrap();
         assert!(out.verified);
         assert_eq!(out.proof.len(), 3 * cuzk::PROOF_BYTES);
-        assert!(
-            cuzk::porep::verify::verify_seal(&c1_3, spec3.prover_id(), spec3.sector_id, &out.proof)
-                .unwrap()
-        );
+        assert!(cuzk::porep::verify::verify_seal(
+            &c1_3,
+            spec3.prover_id(),
+            spec3.sector_id,
+            &out.proof
+        )
+        .unwrap());
         // The partition on device 2 was proved again by the CPU; the others where placed.
         let retried: Vec<_> = out.partitions.iter().filter(|p| p.cpu_retry).collect();
         assert_eq!(retried.len(), 1, "{:?}", out.partitions);
@@ -239,7 +246,10 @@ fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_
         assert_eq!(engine.status().cpu_retries, 1);
         let log = sim.log.lock().unwrap().clone();
         assert_eq!(
-            log.iter().filter(|e| !e.2).map(|e| (e.0, e.1)).collect::<Vec<_>>(),
+            log.iter()
+                .filter(|e| !e.2)
+                .map(|e| (e.0, e.1))
+                .collect::<Vec<_>>(),
             [(2, 2)],
             "{log:?}"
         );

@@ -5,17 +5,14 @@
 
 mod common;
 
+use bellperson::{groth16::generate_parameters, Circuit, ConstraintSystem, SynthesisError};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
+use common::tools::paramgen::{expected_counts, file_bytes, write_params, Comb};
 use common::tools::{
     fixture,
     paramgen::{self, Secrets},
     synthetic::{synthetic_c1_json, SyntheticSpec},
 };
-use bellperson::{groth16::generate_parameters, Circuit, ConstraintSystem, SynthesisError};
-use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
-use common::tools::paramgen::{expected_counts, file_bytes, write_params, Comb};
-use ff::{Field, PrimeField};
-use group::{Curve, Group};
-use rand::SeedableRng;
 use cuzk::{
     engine::{Config, Engine, JobRequest},
     params::SrsCache,
@@ -23,6 +20,9 @@ use cuzk::{
     porep::{self, FixtureShape},
     Status,
 };
+use ff::{Field, PrimeField};
+use group::{Curve, Group};
+use rand::SeedableRng;
 
 fn spec(size: u64, shape: FixtureShape) -> SyntheticSpec {
     SyntheticSpec {
@@ -135,10 +135,16 @@ fn passes_and_every_change_fails(size: u64, shape: FixtureShape, k: usize, all: 
     // The identity it was made for, and no other.
     let mut other = s.clone();
     other.sector_id += 1;
-    assert_eq!(vanilla(&c1, &other).unwrap_err().status, Status::InvalidInput);
+    assert_eq!(
+        vanilla(&c1, &other).unwrap_err().status,
+        Status::InvalidInput
+    );
     other = s.clone();
     other.prover_id = porep::prover_id_from_miner(31338);
-    assert_eq!(vanilla(&c1, &other).unwrap_err().status, Status::InvalidInput);
+    assert_eq!(
+        vanilla(&c1, &other).unwrap_err().status,
+        Status::InvalidInput
+    );
     // Another seed is another sector.
     let mut reseeded = s.clone();
     reseeded.seed += 1;
@@ -313,7 +319,6 @@ fn params_gen_refuses_a_nodes_parameter_directory_for_production_sizes() {
 
 // The generator against bellperson's, and its fixed-base multiplication against the group's.
 
-
 #[test]
 fn combs_multiply_like_the_group() {
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(7);
@@ -369,7 +374,12 @@ impl Circuit<Fr> for Mixed {
                 let only_b = cs.alloc(|| "ob", || Ok(Fr::ONE))?;
                 let only_c = cs.alloc(|| "oc", || Ok(Fr::ONE))?;
                 cs.enforce(|| "a", |lc| lc + only_a, |lc| lc + CS::one(), |lc| lc + v);
-                cs.enforce(|| "b", |lc| lc + CS::one(), |lc| lc + only_b, |lc| lc + only_c);
+                cs.enforce(
+                    || "b",
+                    |lc| lc + CS::one(),
+                    |lc| lc + only_b,
+                    |lc| lc + only_c,
+                );
             }
             prev = v;
         }
@@ -408,7 +418,11 @@ fn the_set_is_bellpersons_byte_for_byte() {
         let (vk, report) = write_params(&rec, &s, &mut got, None).unwrap();
         assert_eq!(vk, theirs.vk, "n {n}");
         assert_eq!(report.counts, expected_counts(&rec), "n {n}");
-        assert_eq!(got.len() as u64, file_bytes(&report.counts, rec.inputs), "n {n}");
+        assert_eq!(
+            got.len() as u64,
+            file_bytes(&report.counts, rec.inputs),
+            "n {n}"
+        );
         assert!(got == want, "n {n}: the files differ");
     }
 }
@@ -423,4 +437,46 @@ fn marked_sets_are_recognised() {
     s.alpha = Fr::random(&mut rng);
     let (vk, _) = write_params(&rec, &s, &mut Vec::new(), None).unwrap();
     assert!(!cuzk::params::is_random_set(&vk));
+}
+
+/// The GPU's fixed-base multiplication (`kernels/fixed_base.cu`) writes the bytes the CPU's
+/// comb writes, for random scalars and the edge cases of the signed digits, in G1 and G2.
+/// Needs a GPU: without one it says so and checks nothing, unless `CUZK_TEST_GPU=1` demands one.
+#[cfg(feature = "cuda")]
+#[test]
+fn the_gpus_fixed_base_multiplication_writes_the_cpus_bytes() {
+    use blstrs::{G1Affine, G2Affine};
+    use cuzk::sys::fixed_base::FixedBase;
+    if !matches!(cuzk::sys::cuda::probe(), Ok((_, n)) if n > 0) {
+        assert!(
+            std::env::var("CUZK_TEST_GPU").as_deref() != Ok("1"),
+            "CUZK_TEST_GPU=1 but no GPU answers"
+        );
+        eprintln!("no GPU: the GPU's fixed-base multiplication is not checked here");
+        return;
+    }
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(5);
+    let g1 = G1Projective::random(&mut rng);
+    let g2 = G2Projective::random(&mut rng);
+    let mut ks: Vec<Fr> = (0..3000).map(|_| Fr::random(&mut rng)).collect();
+    ks.extend([Fr::ZERO, Fr::ONE, -Fr::ONE, Fr::from(2), -Fr::from(2)]);
+    ks.extend((0..20).map(|i| Fr::from(1u64 << (i * 3)) - Fr::ONE));
+    ks.push(Fr::from_u128(u128::MAX));
+    for w in [8, 13, 16] {
+        let c1 = Comb::new(g1, w);
+        let c2 = Comb::new(g2, w);
+        let (wb, n) = c1.shape();
+        let mut f1 = FixedBase::<G1Affine>::new(0, wb, n, c1.table()).unwrap();
+        let mut f2 = FixedBase::<G2Affine>::new(0, wb, n, c2.table()).unwrap();
+        let (mut want, mut got) = (vec![0u8; ks.len() * 96], vec![0u8; ks.len() * 96]);
+        c1.mul_into(&ks, &mut want);
+        f1.mul(&ks, &mut got).unwrap();
+        assert!(want == got, "G1, w {w}");
+        let (mut want, mut got) = (vec![0u8; ks.len() * 192], vec![0u8; ks.len() * 192]);
+        c2.mul_into(&ks, &mut want);
+        f2.mul(&ks, &mut got).unwrap();
+        assert!(want == got, "G2, w {w}");
+        // A table of the wrong shape is an error, not a crash.
+        assert!(FixedBase::<G1Affine>::new(0, wb, n + 1, c1.table()).is_err());
+    }
 }

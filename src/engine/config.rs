@@ -259,7 +259,9 @@ impl Config {
         }
         if self.allow_random_params.is_none() {
             self.allow_random_params = Some(matches!(
-                std::env::var("CUZK_ALLOW_RANDOM_PARAMS").as_deref().map(str::trim),
+                std::env::var("CUZK_ALLOW_RANDOM_PARAMS")
+                    .as_deref()
+                    .map(str::trim),
                 Ok("1" | "true" | "yes")
             ));
         }

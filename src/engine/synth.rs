@@ -31,9 +31,7 @@ fn recording_room(inner: &Inner, srs: &Srs) -> pce::Room {
     pce::Room {
         recording: srs.size.constraints as u64 * RECORDING_BYTES_PER_CONSTRAINT,
         // A partition under the recording (its constraint count is not known yet).
-        partition: srs
-            .size
-            .host_bytes(pce_path(inner, srs.size.domain())),
+        partition: srs.size.host_bytes(pce_path(inner, srs.size.domain())),
     }
 }
 

@@ -636,7 +636,10 @@ impl CuzkGpuProver {
 /// domain; the aux values and the A and B scalars; their split lists), the H MSM's digits and
 /// buckets, the circuit's recording (~45 bytes per constraint), and 512 MiB to spare.
 fn working_bytes(srs: &Srs) -> u64 {
-    let (domain, aux) = (srs.size.domain() as u64, (srs.size.aux + srs.size.inputs) as u64);
+    let (domain, aux) = (
+        srs.size.domain() as u64,
+        (srs.size.aux + srs.size.inputs) as u64,
+    );
     let stage = 3 * 32 * domain + (3 * 32 + 12) * aux;
     2 * stage + 80 * domain + 45 * domain + (512 << 20)
 }

@@ -50,4 +50,3 @@ pub fn discover(blocking: bool) -> Discovery {
         Discovery::Devices(found)
     }
 }
-

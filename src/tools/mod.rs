@@ -11,8 +11,8 @@ pub mod fixture;
 pub mod paramgen;
 pub mod progress;
 pub mod selftest;
-pub mod synthetic;
 pub mod synth;
+pub mod synthetic;
 
 /// A proof's bytes as filecoin-proofs writes them (192 per partition).
 pub fn proof_bytes(p: &bellperson::groth16::Proof<blstrs::Bls12>) -> cuzk::Result<Vec<u8>> {

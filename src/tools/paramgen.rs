@@ -12,7 +12,10 @@
 //!    parallel);
 //! 3. every point by fixed-base multiplication: a table of `d · 2^(w j) · G` for signed w-bit
 //!    digits `d`, so a point costs ~255/w mixed additions and no doubling; results are made
-//!    affine in batches (one inversion per batch) and written as bellperson writes them.
+//!    affine in batches (one inversion per batch) and written as bellperson writes them; where
+//!    a GPU answers (a `cuda` build; `CUZK_PARAMGEN_GPU=off` to keep to the CPU) the same table
+//!    is copied to it and `kernels/fixed_base.cu` writes the same bytes, block by block, while
+//!    a thread writes the previous block to the file.
 //!
 //! Given the same secrets and generators the bytes are bellperson's own (tested). Every set
 //! written here is marked (`cuzk::params::is_random_set`): G1 and G2 are the standard
@@ -248,6 +251,16 @@ where
         Comb { w, windows, table }
     }
 
+    /// The table: `table[j · 2^(w-1) + d - 1] = d · 2^(w j) · G`.
+    pub fn table(&self) -> &[G::AffineRepr] {
+        &self.table
+    }
+
+    /// Window size in bits and window count.
+    pub fn shape(&self) -> (u32, usize) {
+        (self.w, self.windows)
+    }
+
     /// `k · G`.
     pub fn mul(&self, k: &Fr) -> G {
         let l = limbs(k);
@@ -345,7 +358,8 @@ where
                 } else if empty[i] {
                     (x[i], y[i], empty[i]) = (tx, ty, false);
                 } else if x[i] == tx {
-                    slow[i] = Some(G::to_proj(&G::affine(x[i], y[i])) + G::to_proj(&G::affine(tx, ty)));
+                    slow[i] =
+                        Some(G::to_proj(&G::affine(x[i], y[i])) + G::to_proj(&G::affine(tx, ty)));
                 } else {
                     px.push(tx);
                     py.push(ty);
@@ -400,7 +414,9 @@ fn lagrange(tau: Fr, m: usize, rows: usize) -> Result<Vec<Fr>> {
     let m_inv = Option::<Fr>::from(Fr::from(m as u64).invert()).expect("m < r");
     let zm = z * m_inv;
     if bool::from(z.is_zero()) {
-        return Err(Error::internal("tau is a root of unity of the domain: pick another seed"));
+        return Err(Error::internal(
+            "tau is a root of unity of the domain: pick another seed",
+        ));
     }
     let mut out = vec![Fr::ZERO; rows];
     const CHUNK: usize = 1 << 14;
@@ -503,7 +519,8 @@ fn eval_columns(
                 let col = m.cols[t];
                 if col & INPUT_BIT == 0 {
                     let at = counts[col as usize].fetch_add(1, Ordering::Relaxed);
-                    entries[at as usize].store((r as u64) << 16 | m.coeffs[t] as u64, Ordering::Relaxed);
+                    entries[at as usize]
+                        .store((r as u64) << 16 | m.coeffs[t] as u64, Ordering::Relaxed);
                 }
             }
         }
@@ -514,7 +531,11 @@ fn eval_columns(
     out.par_chunks_mut(COLS).enumerate().for_each(|(b, out)| {
         for (i, o) in out.iter_mut().enumerate() {
             let c = b * COLS + i;
-            let start = if c == 0 { 0 } else { counts[c - 1].load(Ordering::Relaxed) };
+            let start = if c == 0 {
+                0
+            } else {
+                counts[c - 1].load(Ordering::Relaxed)
+            };
             let end = counts[c].load(Ordering::Relaxed);
             let mut acc = Fr::ZERO;
             for e in &entries[start as usize..end as usize] {
@@ -542,10 +563,108 @@ pub struct GenReport {
     pub bytes: u64,
     pub eval_seconds: f64,
     pub points_seconds: f64,
+    /// Where the points were computed ("GPU 0", "16 CPU threads").
+    pub points_on: String,
 }
 
 /// Points per block handed to the writer.
 const BLOCK: usize = 1 << 20;
+
+/// A GPU's multiplication by one generator: scalars in, `.params` bytes out.
+type GpuMul<'a> = Box<dyn FnMut(&[Fr], &mut [u8]) -> std::result::Result<(), String> + Send + 'a>;
+
+/// How a section's points are computed: the comb on every core, or on a GPU from the same
+/// table (the same bytes).
+pub struct Mul<'a, G: Jacobian>
+where
+    G::AffineRepr: Copy + Send + Sync,
+{
+    comb: &'a Comb<G>,
+    gpu: Option<GpuMul<'a>>,
+}
+
+impl<G: Jacobian> Mul<'_, G>
+where
+    G::AffineRepr: Copy + Send + Sync,
+{
+    fn run(&mut self, ks: &[Fr], out: &mut [u8]) -> Result<()> {
+        match &mut self.gpu {
+            Some(f) => f(ks, out)
+                .map_err(|e| Error::internal(format!("GPU fixed-base multiplication: {e}"))),
+            None => {
+                self.comb.mul_into(ks, out);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The GPU a parameter generation computes its points on: `CUZK_PARAMGEN_GPU` is `off` (every
+/// core instead) or an ordinal; unset, GPU 0 where a CUDA device answers.
+#[cfg(feature = "cuda")]
+fn paramgen_gpu() -> Option<usize> {
+    let ordinal = match std::env::var("CUZK_PARAMGEN_GPU")
+        .ok()
+        .as_deref()
+        .map(str::trim)
+    {
+        Some("off" | "cpu" | "none") => return None,
+        Some(v) if !v.is_empty() => match v.parse() {
+            Ok(o) => o,
+            Err(_) => {
+                log::warn!("CUZK_PARAMGEN_GPU={v} is neither `off` nor a GPU ordinal: using GPU 0");
+                0
+            }
+        },
+        _ => 0,
+    };
+    match cuzk::sys::cuda::probe() {
+        Ok((_, n)) if ordinal < n => Some(ordinal),
+        _ => None,
+    }
+}
+
+/// The two multipliers of a set (G1, G2) and where they run.
+fn multipliers<'a>(
+    c1: &'a Comb<G1Projective>,
+    c2: &'a Comb<G2Projective>,
+) -> (Mul<'a, G1Projective>, Mul<'a, G2Projective>, String) {
+    #[cfg(feature = "cuda")]
+    if let Some(ord) = paramgen_gpu() {
+        use cuzk::sys::fixed_base::FixedBase;
+        let (w1, n1) = c1.shape();
+        let (w2, n2) = c2.shape();
+        match FixedBase::new(ord, w1, n1, c1.table())
+            .and_then(|g1| FixedBase::new(ord, w2, n2, c2.table()).map(|g2| (g1, g2)))
+        {
+            Ok((mut g1, mut g2)) => {
+                return (
+                    Mul {
+                        comb: c1,
+                        gpu: Some(Box::new(move |ks, out| g1.mul(ks, out))),
+                    },
+                    Mul {
+                        comb: c2,
+                        gpu: Some(Box::new(move |ks, out| g2.mul(ks, out))),
+                    },
+                    format!("GPU {ord}"),
+                )
+            }
+            Err(e) => log::warn!("parameter generation on GPU {ord} failed ({e}): on the CPU"),
+        }
+    }
+    (
+        Mul {
+            comb: c1,
+            gpu: None,
+        },
+        Mul {
+            comb: c2,
+            gpu: None,
+        },
+        format!("{} CPU threads", rayon::current_num_threads()),
+    )
+}
 
 /// A `.params` file's sections, computed block by block on every core while another thread
 /// writes the previous block.
@@ -566,7 +685,7 @@ impl<W: Write + Send> Sections<'_, W> {
     /// A section of `n` points `scalar(i) · G`: the u32 count, then the points.
     fn section<G: Jacobian>(
         &mut self,
-        comb: &Comb<G>,
+        mul: &mut Mul<'_, G>,
         n: usize,
         fill: &(dyn Fn(usize, &mut [Fr]) + Sync),
         weight: u64,
@@ -597,7 +716,7 @@ impl<W: Write + Send> Sections<'_, W> {
                 fill(start, &mut ks[..len]);
                 let mut buf = back_rx.try_recv().unwrap_or_default();
                 buf.resize(len * G::BYTES, 0);
-                comb.mul_into(&ks[..len], &mut buf);
+                mul.run(&ks[..len], &mut buf)?;
                 if tx.send(buf).is_err() {
                     break; // the writer failed: its error is reported below
                 }
@@ -646,7 +765,9 @@ pub fn write_params<W: Write + Send>(
     let (inputs, aux, rows) = (rec.inputs, rec.aux, rec.constraints());
     let m = rows.next_power_of_two();
     if m > 1 << Fr::S {
-        return Err(Error::internal("the circuit is larger than the field's largest domain"));
+        return Err(Error::internal(
+            "the circuit is larger than the field's largest domain",
+        ));
     }
     let inv = |x: Fr, what: &str| {
         Option::<Fr>::from(x.invert()).ok_or_else(|| Error::internal(format!("{what} is zero")))
@@ -706,7 +827,13 @@ pub fn write_params<W: Write + Send>(
     let mut head = Vec::new();
     vk.write(&mut head)
         .map_err(|e| Error::internal(format!("verifying key: {e}")))?;
-    let counts = [(m - 1) as u64, aux as u64, a.len() as u64, b.len() as u64, b.len() as u64];
+    let counts = [
+        (m - 1) as u64,
+        aux as u64,
+        a.len() as u64,
+        b.len() as u64,
+        b.len() as u64,
+    ];
     if let Some(p) = progress {
         p.inc(inputs as u64);
     }
@@ -729,13 +856,15 @@ pub fn write_params<W: Write + Send>(
             }
         });
     };
-    w.section(&c1, m - 1, &h_fill, 1)?;
-    w.section(&c1, aux, &copy(&l), 1)?;
+    let (mut m1, mut m2, points_on) = multipliers(&c1, &c2);
+    w.section(&mut m1, m - 1, &h_fill, 1)?;
+    w.section(&mut m1, aux, &copy(&l), 1)?;
     drop(l);
-    w.section(&c1, a.len(), &copy(&a), 1)?;
+    w.section(&mut m1, a.len(), &copy(&a), 1)?;
     drop(a);
-    w.section(&c1, b.len(), &copy(&b), 1)?;
-    w.section(&c2, b.len(), &copy(&b), 2)?;
+    w.section(&mut m1, b.len(), &copy(&b), 1)?;
+    w.section(&mut m2, b.len(), &copy(&b), 2)?;
+    drop((m1, m2));
     let bytes = w.bytes;
     w.out
         .flush()
@@ -751,6 +880,7 @@ pub fn write_params<W: Write + Send>(
             bytes,
             eval_seconds,
             points_seconds: t.elapsed().as_secs_f64(),
+            points_on,
         },
     ))
 }

@@ -236,7 +236,12 @@ fn arities<Tree: MerkleTreeTrait>(nodes: usize) -> Vec<usize> {
 }
 
 /// The label of `node` on `layer` from its 37 parent labels, as sealing computes it.
-fn label(replica_id: &PoseidonDomain, layer: u32, node: u64, parents: &[PoseidonDomain]) -> PoseidonDomain {
+fn label(
+    replica_id: &PoseidonDomain,
+    layer: u32,
+    node: u64,
+    parents: &[PoseidonDomain],
+) -> PoseidonDomain {
     let mut buf = [0u8; 64];
     buf[..32].copy_from_slice(AsRef::<[u8]>::as_ref(replica_id));
     buf[32..36].copy_from_slice(&layer.to_be_bytes());
@@ -332,7 +337,12 @@ where
     };
     for layer in 1..=layers {
         for &c in &challenged {
-            let l = label(&replica_id, layer as u32, c as u64, &parents_37(&labels, c, layer));
+            let l = label(
+                &replica_id,
+                layer as u32,
+                c as u64,
+                &parents_37(&labels, c, layer),
+            );
             labels.get_mut(&c).expect("a challenge").push(l);
         }
     }
@@ -354,10 +364,7 @@ where
         let d: blstrs::Scalar = Sha256Domain::into(data.leaf(c));
         PoseidonDomain::from(key + d)
     };
-    let r_leaves = challenged
-        .iter()
-        .map(|&c| (c as u64, replica(c)))
-        .collect();
+    let r_leaves = challenged.iter().map(|&c| (c as u64, replica(c))).collect();
     let tree_r = SparseTree::new(s, "tree-r", shape_c, r_leaves);
     let (comm_c, comm_r_last) = (tree_c.root(), tree_r.root());
     let comm_r = <PoseidonFunction as HashFunction<PoseidonDomain>>::hash2(&comm_c, &comm_r_last);
@@ -369,11 +376,8 @@ where
         <Tree as MerkleTreeTrait>::TopTreeArity,
     >;
     let column_proof = |n: usize| {
-        let proof = TreeProof::<Tree>::from_parts(
-            tree_c.node(0, n as u64),
-            comm_c,
-            tree_c.path(n as u64),
-        );
+        let proof =
+            TreeProof::<Tree>::from_parts(tree_c.node(0, n as u64), comm_c, tree_c.path(n as u64));
         ColumnProof::new(n as u32, labels[&n].clone(), proof)
     };
     let proofs = challenges
@@ -391,11 +395,19 @@ where
                         ),
                         replica_column_proofs: ReplicaColumnProof {
                             c_x: column_proof(c),
-                            drg_parents: p[..base].iter().map(|&q| column_proof(q as usize)).collect(),
-                            exp_parents: p[base..].iter().map(|&q| column_proof(q as usize)).collect(),
+                            drg_parents: p[..base]
+                                .iter()
+                                .map(|&q| column_proof(q as usize))
+                                .collect(),
+                            exp_parents: p[base..]
+                                .iter()
+                                .map(|&q| column_proof(q as usize))
+                                .collect(),
                         },
                         labeling_proofs: (1..=layers)
-                            .map(|l| LabelingProof::new(l as u32, c as u64, parents_37(&labels, c, l)))
+                            .map(|l| {
+                                LabelingProof::new(l as u32, c as u64, parents_37(&labels, c, l))
+                            })
                             .collect(),
                         encoding_proof: EncodingProof::new(
                             layers as u32,
@@ -428,7 +440,12 @@ pub fn synthetic_c1(spec: &SyntheticSpec) -> Result<SealCommitPhase1Output> {
     macro_rules! with {
         ($tree:ty, $variant:ident) => {{
             let s = build::<$tree>(spec, ticket, seed)?;
-            (ApiVanilla::$variant(s.proofs), s.comm_d, s.comm_r, s.replica_id)
+            (
+                ApiVanilla::$variant(s.proofs),
+                s.comm_d,
+                s.comm_r,
+                s.replica_id,
+            )
         }};
     }
     let (vanilla_proofs, comm_d, comm_r, replica_id) = porep::with_tree_shape(

@@ -302,7 +302,10 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             }
         }
     }
-    let stages_ms: Vec<f64> = stage_sum.iter().map(|s| s / stage_n.max(1) as f64).collect();
+    let stages_ms: Vec<f64> = stage_sum
+        .iter()
+        .map(|s| s / stage_n.max(1) as f64)
+        .collect();
     for r in results {
         match r {
             Ok((i, wall_ms, out)) => {

@@ -113,9 +113,10 @@ pub fn params(args: ParamsBenchArgs) -> Result<ExitCode, Error> {
     };
     let threads = rayon::current_num_threads();
     println!(
-        "cuzk: {ours_s:.1} s ({record_s:.1} s recording, {:.1} s evaluation at tau, {:.1} s points and writing; {} points, {} MiB) on {threads} threads",
+        "cuzk: {ours_s:.1} s ({record_s:.1} s recording, {:.1} s evaluation at tau, {:.1} s points on {} and writing; {} points, {} MiB) on {threads} threads",
         report.eval_seconds,
         report.points_seconds,
+        report.points_on,
         report.counts.iter().sum::<u64>(),
         report.bytes >> 20
     );
@@ -134,7 +135,10 @@ pub fn params(args: ParamsBenchArgs) -> Result<ExitCode, Error> {
             "ratio": baseline_s.map(|b| b / ours_s),
             "peak_rss_bytes": crate::peak_rss(),
         });
-        crate::write_file(path, serde_json::to_string_pretty(&v).expect("json").as_bytes())?;
+        crate::write_file(
+            path,
+            serde_json::to_string_pretty(&v).expect("json").as_bytes(),
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

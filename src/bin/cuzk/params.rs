@@ -80,7 +80,10 @@ fn record(args: RecordArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
     let mut out = recording_json(&rec);
     out["record_seconds"] = seconds.into();
     out["peak_rss_bytes"] = crate::peak_rss().into();
-    println!("{}", serde_json::to_string_pretty(&out).expect("serializable"));
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&out).expect("serializable")
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -141,7 +144,10 @@ fn gen(args: GenArgs, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCod
     let mut out = recording_json(&rec);
     out["generated"] = serde_json::to_value(&written).expect("serializable");
     out["peak_rss_bytes"] = crate::peak_rss().into();
-    println!("{}", serde_json::to_string_pretty(&out).expect("serializable"));
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&out).expect("serializable")
+    );
     Ok(ExitCode::SUCCESS)
 }
 

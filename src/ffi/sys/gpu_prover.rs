@@ -371,15 +371,16 @@ impl DeviceSrs {
     ) -> Result<DeviceSrs, String> {
         // SAFETY: every pointer is valid for its length in points (blst's layouts, checked at
         // compile time above); the callee copies them before returning.
-        unsafe { Self::new_raw(ordinal, [h, l, a, b_g1], b_g2, false) }.map(|raw| DeviceSrs {
-            raw,
-            _pinned: None,
-        })
+        unsafe { Self::new_raw(ordinal, [h, l, a, b_g1], b_g2, false) }
+            .map(|raw| DeviceSrs { raw, _pinned: None })
     }
 
     /// Prepares GPU `ordinal` to prove with bases that stay in pinned host memory (the
     /// streamed mode): only the prover's working buffers go to the device.
-    pub fn streamed(ordinal: usize, pinned: std::sync::Arc<PinnedBases>) -> Result<DeviceSrs, String> {
+    pub fn streamed(
+        ordinal: usize,
+        pinned: std::sync::Arc<PinnedBases>,
+    ) -> Result<DeviceSrs, String> {
         let b = &*pinned;
         // SAFETY: the arrays are pinned and mapped (PinnedBases::new) and stay so while the
         // handle lives: it holds the Arc, and drop frees the handle before releasing it.

@@ -8,5 +8,7 @@
 #[cfg(feature = "cuda")]
 pub mod cuda;
 #[cfg(feature = "cuda")]
+pub mod fixed_base;
+#[cfg(feature = "cuda")]
 pub mod gpu_prover;
 pub mod os;
