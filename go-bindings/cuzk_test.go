@@ -105,8 +105,10 @@ func TestGarbageInputIsAnError(t *testing.T) {
 	if err := engine.SetDeviceEnabled(-1, true); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("negative device: err = %v", err)
 	}
-	if _, err := VerifySeal(fixture, testSector, ProverID(testMiner), []byte{1, 2, 3}); err != nil {
+	if ok, err := VerifySeal(fixture, testSector, ProverID(testMiner), []byte{1, 2, 3}); err != nil {
 		t.Errorf("malformed proof should be invalid, not an error: %v", err)
+	} else if ok {
+		t.Errorf("a malformed proof was accepted")
 	}
 }
 

@@ -106,11 +106,18 @@ fn unregister_while_the_engine_shuts_down_is_final() {
             let st = ffi::cuzk_engine_shutdown();
             (st, Instant::now())
         });
-        // Shutdown has begun once submissions are refused.
+        // Shutdown has begun once submissions are refused as NOT_RUNNING (a full queue,
+        // RESOURCE_EXHAUSTED, is not that: keep trying; `within` bounds the wait).
         let mut err = no_error();
         let mut id = 0;
-        while ffi::cuzk_submit(&req, &mut id, &mut err) == Status::Ok {}
+        let st = loop {
+            match ffi::cuzk_submit(&req, &mut id, &mut err) {
+                Status::Ok | Status::ResourceExhausted => ffi::cuzk_error_free(&mut err),
+                st => break st,
+            }
+        };
         ffi::cuzk_error_free(&mut err);
+        assert_eq!(st, Status::NotRunning, "a submission during shutdown");
         assert_eq!(ffi::cuzk_timeline_unregister(handle), Status::Ok);
         // A C caller frees its userdata now; no callback may touch it from here on.
         watch.freed.store(true, Ordering::SeqCst);
@@ -158,8 +165,11 @@ fn a_start_during_shutdown_waits_for_the_old_engine() {
     });
 }
 
+/// A start with the running settings is the running engine; one with another setting is
+/// ALREADY_RUNNING. That every field takes part is the unit test
+/// `engine::config::tests::every_setting_is_part_of_what_must_match`.
 #[test]
-fn start_compares_every_setting() {
+fn a_start_with_another_setting_is_already_running() {
     let _t = turn();
     let cfg = Config {
         params_dir: common::params_dir(),

@@ -315,6 +315,7 @@ impl Config {
             && want.synthesis == running.synthesis
             && want.pce_dir == running.pce_dir
             && want.gpu_params == running.gpu_params
+            && want.allow_random_params == running.allow_random_params
     }
 
     /// The synthesis path (of a resolved configuration).
@@ -326,6 +327,132 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::{Config, GpuParams};
+
+    /// `matches` compares every setting: a configuration that differs from the running one in
+    /// any single field (given explicitly) does not match, and the same one does. The
+    /// destructuring names every field, so a new field does not compile until it is listed.
+    #[test]
+    fn every_setting_is_part_of_what_must_match() {
+        use super::SynthesisMode;
+        use std::{path::PathBuf, time::Duration};
+        let base = Config {
+            synthesis_workers: 3,
+            synthesis_lookahead: 1,
+            memory_budget: 1 << 30,
+            params_dir: PathBuf::from("/params"),
+            self_check: true,
+            timeline_stderr: false,
+            timeline_file: None,
+            devices: "cpu".into(),
+            gpu_batch: 2,
+            gpu_wait_blocking: Some(true),
+            synthesis_nice: Some(5),
+            job_retention: Duration::from_secs(60),
+            max_jobs: 10,
+            max_c1_bytes: 1 << 20,
+            device_cooldown: Duration::from_secs(7),
+            synthesis: Some(SynthesisMode::Pce),
+            pce_dir: PathBuf::from("/pce"),
+            gpu_params: Some(GpuParams::Resident),
+            allow_random_params: Some(false),
+        };
+        let running = base.clone().resolved();
+        assert!(base.matches(&running), "the same configuration must match");
+        let Config {
+            synthesis_workers,
+            synthesis_lookahead,
+            memory_budget,
+            params_dir: _,
+            self_check,
+            timeline_stderr,
+            timeline_file: _,
+            devices: _,
+            gpu_batch,
+            gpu_wait_blocking: _,
+            synthesis_nice: _,
+            job_retention,
+            max_jobs,
+            max_c1_bytes,
+            device_cooldown,
+            synthesis: _,
+            pce_dir: _,
+            gpu_params: _,
+            allow_random_params: _,
+        } = base.clone();
+        type Change = Box<dyn Fn(&mut Config)>;
+        let changes: Vec<(&str, Change)> = vec![
+            (
+                "synthesis_workers",
+                Box::new(move |c| c.synthesis_workers = synthesis_workers + 1),
+            ),
+            (
+                "synthesis_lookahead",
+                Box::new(move |c| c.synthesis_lookahead = synthesis_lookahead + 1),
+            ),
+            (
+                "memory_budget",
+                Box::new(move |c| c.memory_budget = memory_budget * 2),
+            ),
+            (
+                "params_dir",
+                Box::new(|c| c.params_dir = PathBuf::from("/other")),
+            ),
+            ("self_check", Box::new(move |c| c.self_check = !self_check)),
+            (
+                "timeline_stderr",
+                Box::new(move |c| c.timeline_stderr = !timeline_stderr),
+            ),
+            (
+                "timeline_file",
+                Box::new(|c| c.timeline_file = Some(PathBuf::from("/t"))),
+            ),
+            ("devices", Box::new(|c| c.devices = "0".into())),
+            ("gpu_batch", Box::new(move |c| c.gpu_batch = gpu_batch + 1)),
+            (
+                "gpu_wait_blocking",
+                Box::new(|c| c.gpu_wait_blocking = Some(false)),
+            ),
+            ("synthesis_nice", Box::new(|c| c.synthesis_nice = Some(6))),
+            (
+                "job_retention",
+                Box::new(move |c| c.job_retention = job_retention * 2),
+            ),
+            ("max_jobs", Box::new(move |c| c.max_jobs = max_jobs + 1)),
+            (
+                "max_c1_bytes",
+                Box::new(move |c| c.max_c1_bytes = max_c1_bytes + 1),
+            ),
+            (
+                "device_cooldown",
+                Box::new(move |c| c.device_cooldown = device_cooldown * 2),
+            ),
+            (
+                "synthesis",
+                Box::new(|c| c.synthesis = Some(SynthesisMode::Full)),
+            ),
+            (
+                "pce_dir",
+                Box::new(|c| c.pce_dir = PathBuf::from("/other-pce")),
+            ),
+            (
+                "gpu_params",
+                Box::new(|c| c.gpu_params = Some(GpuParams::Streamed)),
+            ),
+            (
+                "allow_random_params",
+                Box::new(|c| c.allow_random_params = Some(true)),
+            ),
+        ];
+        assert_eq!(changes.len(), 19, "one change per field of Config");
+        for (name, change) in &changes {
+            let mut other = base.clone();
+            change(&mut other);
+            assert!(
+                !other.matches(&running),
+                "a different {name} must not match"
+            );
+        }
+    }
 
     #[test]
     fn the_gpu_parameter_mode_is_part_of_what_must_match() {
