@@ -7,6 +7,9 @@ CUZK := $(TARGET)/cuzk
 PARAMS ?= $(or $(FIL_PROOFS_PARAMETER_CACHE),/var/tmp/filecoin-proof-parameters)
 export FIL_PROOFS_PARAMETER_CACHE := $(PARAMS)
 CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -Iinclude
+# Every test stage runs under a deadline, so a hang fails with the stage's name in minutes, not
+# at CI's limit (each test also has its own: `within`, `wait_until`, alarm(), go test -timeout).
+DEADLINE = timeout --foreground --kill-after=30s
 CBUILD := tests/c/build
 
 .PHONY: all build build-cuda demo test fixtures header header-check test-rust test-c test-go test-cuda go-pc go-pc-cuda dev-go clean
@@ -42,7 +45,7 @@ header-check:
 	scripts/gen-header.sh --check
 
 test-rust: fixtures
-	$(CARGO) test --release --locked
+	$(DEADLINE) 50m $(CARGO) test --release --locked || { echo "make test-rust: failed or past its 50-minute deadline" >&2; exit 1; }
 
 FIXTURE_C1 = $(PARAMS)/cuzk-fixtures/2KiB.c1.json
 
@@ -51,13 +54,13 @@ test-c: build fixtures
 	$(CC) $(CFLAGS_TEST) -O1 -o $(CBUILD)/test_ffi tests/c/test_ffi.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
 	$(CC) $(CFLAGS_TEST) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -o $(CBUILD)/test_ffi_asan tests/c/test_ffi.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
 	CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
-	  CUZK_TEST_PROOF_OUT=$(CBUILD)/dropin.proof $(CBUILD)/test_ffi full
+	  CUZK_TEST_PROOF_OUT=$(CBUILD)/dropin.proof $(DEADLINE) 15m $(CBUILD)/test_ffi full
 	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/dropin.proof
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
-	  CUZK_TEST_NO_GPU=1 CUZK_TEST_PARAMS=$(PARAMS) $(CBUILD)/test_ffi_asan errors
+	  CUZK_TEST_NO_GPU=1 CUZK_TEST_PARAMS=$(PARAMS) $(DEADLINE) 15m $(CBUILD)/test_ffi_asan errors
 	$(CC) $(CFLAGS_TEST) -O1 -g -pthread -fsanitize=address,undefined -fno-omit-frame-pointer -o $(CBUILD)/test_callbacks_asan tests/c/test_callbacks.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
-	  CUZK_TEST_PARAMS=$(PARAMS) $(CBUILD)/test_callbacks_asan
+	  CUZK_TEST_PARAMS=$(PARAMS) $(DEADLINE) 15m $(CBUILD)/test_callbacks_asan
 
 ## pkg-config files for linking libcuzk from outside this repository: target/release/cuzk.pc
 ## (CPU build) and, where `make build-cuda` has run, target/cuda/cuzk.pc (GPU build: the CUDA

@@ -47,7 +47,9 @@ case ${1:-} in
     end=$((SECONDS + ${2:-540}))
     while (( SECONDS < end )) && ! grep -q '^== END' "$W/log"; do sleep 5; done
     tar czf "${OUT:-/tmp}/results.tgz" -C "$W" --exclude='*.params' --exclude='*.vk' --exclude='*.cuzk-pce' --exclude='*.json.c1' . 2>/dev/null
-    tail -c 6000 "$W/log" ;;
+    tail -c 6000 "$W/log"
+    # A failed step fails the poll (and names it); a run still going is not a failure.
+    if grep -q '^STEP FAILED' "$W/log"; then grep '^STEP FAILED' "$W/log" >&2; exit 1; fi ;;
   run)
     PLAN=$2 W=$3; cd "$(dirname "$0")/.." || exit 1
     export RUST_LOG=${RUST_LOG:-info} RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-}
@@ -59,7 +61,7 @@ case ${1:-} in
       if [[ -x /usr/bin/time ]]; then /usr/bin/time -v -o "$W/$name.time" "$@" > "$W/$name.out" 2> "$W/$name.log"; rc=$?
       else "$@" > "$W/$name.out" 2> "$W/$name.log"; rc=$?; fi
       echo "$name: exit $rc, $((SECONDS - t0)) s $(grep -E 'Maximum resident' "$W/$name.time" 2>/dev/null | sed 's/^\s*//')"
-      [[ $rc = 0 ]] || tail -5 "$W/$name.log"; return $rc; }
+      [[ $rc = 0 ]] || { echo "STEP FAILED: $name (exit $rc)"; tail -5 "$W/$name.log"; }; return $rc; }
     # Room for a parameter set (~47 GB) and its recording (~6 GB)? Else the engine records.
     rec_opt() { local avail; avail=$(df -P -B1 "$1" | awk 'NR==2 {print $4}')
       (( avail > 56000000000 )) || echo --no-recording; }

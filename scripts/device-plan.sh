@@ -48,7 +48,11 @@ export OUT=/tmp/cuzk-out
 rm -rf "$OUT"; mkdir -p "$OUT"
 # Each step re-packs what is there so far: a run cut short by the lease still returns it.
 pack() { tar czf "$FINAL/results.tgz" -C "$OUT" . 2>/dev/null; }
-step() { scripts/device-bench.sh "$@"; local rc=$?; pack; return $rc; }
+# A failed step is named at once and again at the end, and the plan exits non-zero.
+FAILED=()
+step() { scripts/device-bench.sh "$@"; local rc=$?; pack
+  (( rc == 0 )) || { FAILED+=("$* (exit $rc)"); echo "STEP FAILED: $* (exit $rc)" >&2; }
+  return $rc; }
 D=step
 SUPRA="--baseline-bin fp-supraseal=.dev/fp-supraseal"
 ECGPU="--baseline-bin fp-ecgpu=.dev/fp-ecgpu"
@@ -254,3 +258,8 @@ case ${1:-} in
 esac
 pack
 ls -la "$FINAL"
+if (( ${#FAILED[@]} )); then
+  printf 'failed step: %s\n' "${FAILED[@]}" >&2
+  exit 1
+fi
+echo "every step passed"

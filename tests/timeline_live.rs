@@ -65,16 +65,15 @@ fn ten_partition_run_has_every_event_in_order() {
         .unwrap();
     let seen_at_unregister = std::thread::scope(|s| {
         s.spawn(|| {
-            while events
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|e| e.kind == EventKind::GpuEnd)
-                .count()
-                < 3
-            {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
+            common::wait_until(600, "three GPU_END events", || {
+                events
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e.kind == EventKind::GpuEnd)
+                    .count()
+                    >= 3
+            });
             assert!(engine.remove_timeline_sink(flaky));
             calls.load(Ordering::SeqCst)
         })

@@ -8,6 +8,8 @@
  * and cancellation (used by the AddressSanitizer build, to keep it short).
  */
 #define _GNU_SOURCE /* memmem */
+#include <unistd.h> /* alarm */
+
 #include "common.h"
 
 struct counts {
@@ -22,6 +24,7 @@ static void on_event(void *userdata, const cuzk_timeline_event *ev) {
 }
 
 int main(int argc, char **argv) {
+  alarm(900); /* watchdog: a hang ends the test (SIGALRM) instead of waiting for CI's limit */
   int full = argc > 1 && strcmp(argv[1], "full") == 0;
   struct fixture f;
   if (!load_fixture(&f)) return 2;
