@@ -2,8 +2,10 @@
 //! family of the 10-partition fixture) end to end, per-partition pipelining, the timeline's
 //! event order, and a failing job that fails alone.
 //!
-//! Fewer than 10 partitions keeps CI within its time; the 10-partition fixture is proved by
-//! `make test-c`'s neighbour `cuzk bench c2` (BENCHMARKS.md) and uses the same parameters.
+//! Fewer than 10 partitions keeps CI within its time. `make test` synthesizes the 10-partition
+//! fixture's partitions 0 and 9 both ways and proves partition 0 on the CPU, verified with the
+//! .vk (tests/pce.rs), but no whole 10-partition proof: that is proved only by the benchmarks (`cuzk bench c2`,
+//! `cuzk bench batch`, BENCHMARKS.md).
 
 mod common;
 
