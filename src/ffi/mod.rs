@@ -216,8 +216,24 @@ fn path_in(p: *const c_char) -> Option<PathBuf> {
     Some(PathBuf::from(os))
 }
 
-/// The size of the first version of `cuzk_config` (callers built against it still work).
-const CONFIG_V1_SIZE: usize = std::mem::offset_of!(cuzk_config, job_retention_ms);
+/// The size of the first version of `cuzk_config` (callers built against it still work),
+/// frozen: a literal, with every v1 field's offset pinned below, so a field inserted before the
+/// v1 end (an ABI break for those callers) fails the build instead of moving this.
+const CONFIG_V1_SIZE: usize = 48;
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use std::mem::offset_of;
+    assert!(offset_of!(cuzk_config, struct_size) == 0);
+    assert!(offset_of!(cuzk_config, synthesis_workers) == 4);
+    assert!(offset_of!(cuzk_config, synthesis_lookahead) == 8);
+    assert!(offset_of!(cuzk_config, memory_budget_bytes) == 16);
+    assert!(offset_of!(cuzk_config, params_dir) == 24);
+    assert!(offset_of!(cuzk_config, self_check) == 32);
+    assert!(offset_of!(cuzk_config, timeline_stderr) == 33);
+    assert!(offset_of!(cuzk_config, timeline_file) == 40);
+    // The first field of v2 starts where v1 ended.
+    assert!(offset_of!(cuzk_config, job_retention_ms) == CONFIG_V1_SIZE);
+};
 
 fn config_from(cfg: *const cuzk_config) -> Result<Config> {
     let defaults = Config::default();
