@@ -12,7 +12,7 @@ CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -Iinclude
 DEADLINE = timeout --foreground --kill-after=30s
 CBUILD := tests/c/build
 
-.PHONY: all build build-cuda demo test fixtures header header-check test-rust test-c test-go test-cuda go-pc go-pc-cuda dev-go clean
+.PHONY: all build build-cuda demo test fixtures header header-check test-rust test-c test-go test-cuda test-gpu go-pc go-pc-cuda dev-go clean
 
 all: build
 
@@ -93,8 +93,15 @@ test-go: build fixtures
 test-cuda: build-cuda fixtures
 	mkdir -p $(CBUILD)
 	$(CUDA_ENV) && $(CARGO) test --release --locked --features cuda --lib prover::
+	@# The library's own device discovery decides: with no usable GPU it says so once and proves
+	@# on the CPU; with one, the GPU checks (test-gpu) run too.
 	target/cuda/cuzk selftest --constraints 4096 2> $(CBUILD)/cuda-selftest.log
-	test $$(grep -c 'no usable GPU' $(CBUILD)/cuda-selftest.log) -eq 1
+	if grep -q 'no usable GPU' $(CBUILD)/cuda-selftest.log; then \
+	  test $$(grep -c 'no usable GPU' $(CBUILD)/cuda-selftest.log) -eq 1; \
+	  echo "make test-cuda: the GPU checks (make test-gpu) were not run: $$(grep -o 'no usable GPU.*' $(CBUILD)/cuda-selftest.log | head -1)"; \
+	else \
+	  $(MAKE) --no-print-directory test-gpu; \
+	fi
 	target/cuda/cuzk prove --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 -o $(CBUILD)/cuda.proof
 	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/cuda.proof
 	$(CC) $(CFLAGS_TEST) -O1 -o $(CBUILD)/test_ffi_cuda tests/c/test_ffi.c -Ltarget/cuda -lcuzk -Wl,-rpath,$(abspath target/cuda)
@@ -104,6 +111,26 @@ test-cuda: build-cuda fixtures
 	cd go-bindings && $(GO) vet -tags cuzk_cuda ./... && CGO_ENABLED=1 $(GO) build -tags cuzk_cuda -o ../$(CBUILD)/cuzk-commit2-cuda ./cmd/cuzk-commit2
 	cd go-bindings && CUZK_TEST_C1=$(FIXTURE_C1) $(GO) test -tags cuzk_cuda -count=1 -timeout 20m -v -run 'TestCudaBuild' . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
 	$(MAKE) --no-print-directory go-pc-cuda
+
+## The GPU checks, where the library finds a usable GPU (`make test` runs them there): the
+## self-test with a row per GPU, parameters resident and streamed, each proof verified and
+## byte-identical to the CPU's in the same run; a real 2KiB C1 proved on a GPU (its timeline
+## names a cuda device) and accepted by filecoin-proofs' verify_seal; the GPU's fixed-base
+## multiplication against the CPU's; the Go test of the cuda build with CUZK_EXPECT_GPU=1.
+test-gpu: build-cuda fixtures
+	mkdir -p $(CBUILD)
+	$(DEADLINE) 10m target/cuda/cuzk selftest --constraints 65536 > $(CBUILD)/gpu-selftest.out
+	cat $(CBUILD)/gpu-selftest.out
+	ok='verified: yes +same bytes as the CPU: yes'; \
+	r=$$(grep -cE "^ +cuda:[0-9]+ cuzk +prove .*$$ok" $(CBUILD)/gpu-selftest.out); \
+	s=$$(grep -cE "^ +cuda:[0-9]+ cuzk streamed +prove .*$$ok" $(CBUILD)/gpu-selftest.out); \
+	test $$r -ge 1 -a $$r -eq $$s || { echo "make test-gpu: self-test rows verified and identical: $$r resident, $$s streamed" >&2; exit 1; }
+	$(DEADLINE) 10m target/cuda/cuzk prove --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --timeline -o $(CBUILD)/gpu.proof 2> $(CBUILD)/gpu-prove.log
+	grep -qE 'GPU_END.*cuda:' $(CBUILD)/gpu-prove.log || { echo "make test-gpu: the 2KiB proof was not proved on a GPU" >&2; exit 1; }
+	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/gpu.proof
+	$(CUDA_ENV) && CUZK_TEST_GPU=1 $(DEADLINE) 20m $(CARGO) test --release --locked --features cuda --test synthetic the_gpus -- --nocapture
+	cd go-bindings && CUZK_EXPECT_GPU=1 CUZK_TEST_C1=$(FIXTURE_C1) $(GO) test -tags cuzk_cuda -count=1 -timeout 20m -v -run 'TestCudaBuild' . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
+	@echo "make test-gpu: the GPU checks passed"
 
 ## The Go test binary for the GPU machines (device tool, scripts/device-plan.sh h200-go):
 ## .dev/go/cuzk-go.test, linked with the cuda library, stripped.
