@@ -5,7 +5,7 @@
 # timelines and waterfalls go to $OUT.
 #   scripts/device-bench.sh info | selftest [N] | sanitize [N] | setup FIXTURE | bench NAME FIXTURE COUNT [ARGS...]
 #                           | calls NAME FIXTURE DEVICES WIDTHS [ARGS...] | params-faults FIXTURE
-#                           | synth NAME FIXTURE CONCURRENCY REPS | go [TEST_REGEXP]
+#                           | synth NAME FIXTURE CONCURRENCY REPS | go [TEST_REGEXP] | gpu-checks
 # FIXTURE: 2k (real 2KiB), p10 (10 partitions x 1 challenge), scaled (p10 with 11 layers:
 # the 32GiB-shaped scaled circuit). ARGS go to `cuzk bench batch` (e.g. -j 16 --gpu-batch 4
 # --baseline-bin fp-supraseal=.dev/fp-supraseal --baseline-jobs 1 --baseline-count 10).
@@ -34,6 +34,32 @@ case ${1:-} in
     stamp info
     nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version,clocks.sm --format=csv
     nproc; lscpu | grep -E '^(Model name|Thread|Core|Socket)'; free -g | head -2 ;;
+  gpu-checks)
+    # What `make test-gpu` checks, with the binaries carried in .dev/ (the GPU hosts have no
+    # Rust): the self-test's rows (resident and streamed, verified, identical), the real 2KiB
+    # C1 proved on a cuda device and accepted by verify_seal, the fixed-base kernel's test
+    # (.dev/synthetic.test: `cargo test --release --features cuda --test synthetic --no-run`,
+    # stripped), the Go test with CUZK_EXPECT_GPU=1 (.dev/go/cuzk-go.test). Exits non-zero
+    # naming every failed check.
+    stamp gpu-checks; bad=()
+    $BIN selftest --constraints 65536 > "$OUT/gpu-selftest.out" 2> "$OUT/gpu-selftest.log" || bad+=(selftest)
+    cat "$OUT/gpu-selftest.out"
+    ok='verified: yes +same bytes as the CPU: yes'
+    r=$(grep -cE "^ +cuda:[0-9]+ cuzk +prove .*$ok" "$OUT/gpu-selftest.out")
+    s=$(grep -cE "^ +cuda:[0-9]+ cuzk streamed +prove .*$ok" "$OUT/gpu-selftest.out")
+    [[ $r -ge 1 && $r -eq $s ]] || bad+=("selftest rows: $r resident, $s streamed")
+    $BIN prove --c1 "$(c1 2k)" --sector-id 1 --miner-id 1000 --timeline -o "$OUT/gpu.proof" 2> "$OUT/gpu-prove.log" || bad+=(prove)
+    grep -qE 'GPU_END.*cuda:' "$OUT/gpu-prove.log" || bad+=("2KiB proof not on a GPU")
+    $BIN verify --c1 "$(c1 2k)" --sector-id 1 --miner-id 1000 --proof "$OUT/gpu.proof" || bad+=(verify_seal)
+    if [[ -x .dev/synthetic.test ]]; then
+      CUZK_TEST_GPU=1 .dev/synthetic.test the_gpus --nocapture > "$OUT/gpu-unit.log" 2>&1 || bad+=("fixed-base kernel test")
+      tail -3 "$OUT/gpu-unit.log"
+    else bad+=("no .dev/synthetic.test carried"); fi
+    CUZK_EXPECT_GPU=1 CUZK_TEST_C1=$(c1 2k) .dev/go/cuzk-go.test -test.v -test.count=1 -test.timeout 20m \
+      -test.run TestCudaBuild > "$OUT/gpu-go.log" 2>&1 || bad+=("Go with CUZK_EXPECT_GPU=1")
+    grep -E "^(--- |ok|FAIL|PASS)|partitions proved on" "$OUT/gpu-go.log"
+    if (( ${#bad[@]} )); then printf 'GPU CHECK FAILED: %s\n' "${bad[@]}" >&2; exit 1; fi
+    echo "every GPU check passed" ;;
   go)
     # The Go package's tests, built with -tags cuzk_cuda (`make dev-go`: .dev/go/cuzk-go.test),
     # on the real 2KiB fixture; CUZK_EXPECT_GPU=1 makes the cuda test fail unless every

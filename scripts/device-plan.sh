@@ -39,6 +39,7 @@
 #                                   # 2KiB parameters are generated in the background meanwhile)
 #   scripts/device-plan.sh h200-2k  # the real 2KiB circuit: calls and the stream against the
 #                                   # incumbent (what h200-streamed had no time left for)
+#   scripts/device-plan.sh h200-gpu-checks # issue 29: make test-gpu's checks with carried binaries
 # The full-size runs (issue 22) outlast a device call: scripts/device-full.sh (start, then poll).
 # Plans before h200-streamed ran builds that still had supraseal-c2's backend
 # (CUZK_GPU_PROVER=supraseal); it was removed after h200-msm.
@@ -247,6 +248,13 @@ case ${1:-} in
     $D calls calls-2k 2k 1 1,4 --compare-cpu --compact
     $D bench 2k-msm 2k 30 -j 16 $SUPRA --baseline-jobs 1 --baseline-count 8
     ;;
+  h200-gpu-checks)
+    # issue 29: what `make test-gpu` checks, on the H200 with carried binaries (device-bench.sh
+    # gpu-checks says which).
+    $D info
+    $D setup 2k
+    $D gpu-checks
+    ;;
   h200-go)
     # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
     # every Go test and example, the cuda test requiring "cuda:" devices in the timeline.
@@ -254,7 +262,7 @@ case ${1:-} in
     $D setup 2k
     $D go
     ;;
-  *) echo "usage: $0 h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
+  *) echo "usage: $0 h200-gpu-checks|h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"
