@@ -11,8 +11,8 @@
 // negative and carries one into the next window), so a point is one table entry added (or
 // subtracted) per window: sppark's mixed addition of an XYZZ and an affine point (which doubles
 // where the two are equal and skips the identity). The result is made affine with one
-// inversion per point. G2 points take two
-// threads each (sppark's Fp2 on the GPU: a lane per coefficient).
+// inversion per point. G2 points take two threads each (sppark's Fp2 on the GPU: a lane per
+// coefficient).
 //
 // Thread-safety: a handle is used by one thread at a time (it owns its buffers and stream);
 // handles on the same or other GPUs may be used at once. Errors (CUDA's, C++ exceptions) come

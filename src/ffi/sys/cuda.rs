@@ -44,9 +44,11 @@ pub struct CudaDevice {
     pub free_mem: u64,
 }
 
-fn message(buf: &[c_char]) -> String {
-    // SAFETY: the probe functions always NUL-terminate within the buffer (snprintf), and the
-    // buffer is zeroed beforehand.
+/// The message a kernels/ entry point wrote into a zeroed error buffer (probe.cu,
+/// groth16.cu and fixed_base.cu all write at most `len - 1` bytes and a NUL, by snprintf).
+pub(crate) fn message(buf: &[c_char]) -> String {
+    // SAFETY: the callee NUL-terminates within the buffer (snprintf), and the buffer is
+    // zeroed beforehand, so a NUL is there even where it wrote nothing.
     unsafe { CStr::from_ptr(buf.as_ptr()) }
         .to_string_lossy()
         .into_owned()

@@ -5,7 +5,9 @@
 //! d · 2^(w j) · G`, affine, in blst's layout (`G1Affine`, `G2Affine`), which the kernel reads
 //! as sppark's affine points.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void};
+
+use super::cuda::message;
 
 use blstrs::{G1Affine, G2Affine, Scalar as Fr};
 
@@ -60,13 +62,6 @@ mod sealed {
 const _: () = assert!(std::mem::size_of::<G1Affine>() == 96);
 const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
 const _: () = assert!(std::mem::size_of::<Fr>() == 32);
-
-fn message(buf: &[c_char]) -> String {
-    // SAFETY: the callee NUL-terminates within the buffer (snprintf) and it is zeroed first.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
-}
 
 /// One generator's comb table on one GPU. Used by one thread at a time (`&mut self`).
 pub struct FixedBase<P: TablePoint> {

@@ -9,7 +9,9 @@
 //! bytes), `Scalar` a `blst_fr` (32 bytes, Montgomery form). The sizes are checked at compile
 //! time below and in the CUDA file.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void};
+
+use super::cuda::message;
 
 // sppark's device table (`select_gpu`, `ngpus`, ...), which kernels/groth16.cu calls, is in the
 // native library the sppark crate builds (its util/all_gpus.cpp); naming the crate links it.
@@ -156,13 +158,6 @@ extern "C" {
         err: *mut c_char,
         errlen: usize,
     ) -> c_int;
-}
-
-fn message(buf: &[c_char]) -> String {
-    // SAFETY: the buffer is zeroed and the callee writes at most len-1 bytes plus a NUL.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// One circuit's parameters on one GPU: the bases in its memory (resident), or its working
