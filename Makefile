@@ -128,7 +128,7 @@ test-gpu: build-cuda fixtures
 	$(DEADLINE) 10m target/cuda/cuzk prove --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --timeline -o $(CBUILD)/gpu.proof 2> $(CBUILD)/gpu-prove.log
 	grep -qE 'GPU_END.*cuda:' $(CBUILD)/gpu-prove.log || { echo "make test-gpu: the 2KiB proof was not proved on a GPU" >&2; exit 1; }
 	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/gpu.proof
-	$(CUDA_ENV) && CUZK_TEST_GPU=1 $(DEADLINE) 20m $(CARGO) test --release --locked --features cuda --test synthetic the_gpus -- --nocapture
+	$(CUDA_ENV) && CUZK_TEST_GPU=1 $(DEADLINE) 20m $(CARGO) test --release --locked --features cuda --test gpu -- --nocapture
 	cd go-bindings && CUZK_EXPECT_GPU=1 CUZK_TEST_C1=$(FIXTURE_C1) $(GO) test -tags cuzk_cuda -count=1 -timeout 20m -v -run 'TestCudaBuild' . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
 	@echo "make test-gpu: the GPU checks passed"
 

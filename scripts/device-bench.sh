@@ -5,7 +5,7 @@
 # timelines and waterfalls go to $OUT.
 #   scripts/device-bench.sh info | selftest [N] | sanitize [N] | setup FIXTURE | bench NAME FIXTURE COUNT [ARGS...]
 #                           | calls NAME FIXTURE DEVICES WIDTHS [ARGS...] | params-faults FIXTURE
-#                           | synth NAME FIXTURE CONCURRENCY REPS | go [TEST_REGEXP] | gpu-checks
+#                           | synth NAME FIXTURE CONCURRENCY REPS | go [TEST_REGEXP] | gpu-checks | gpu-mutant
 # FIXTURE: 2k (real 2KiB), p10 (10 partitions x 1 challenge), scaled (p10 with 11 layers:
 # the 32GiB-shaped scaled circuit). ARGS go to `cuzk bench batch` (e.g. -j 16 --gpu-batch 4
 # --baseline-bin fp-supraseal=.dev/fp-supraseal --baseline-jobs 1 --baseline-count 10).
@@ -37,8 +37,8 @@ case ${1:-} in
   gpu-checks)
     # What `make test-gpu` checks, with the binaries carried in .dev/ (the GPU hosts have no
     # Rust): the self-test's rows (resident and streamed, verified, identical), the real 2KiB
-    # C1 proved on a cuda device and accepted by verify_seal, the fixed-base kernel's test
-    # (.dev/synthetic.test: `cargo test --release --features cuda --test synthetic --no-run`,
+    # C1 proved on a cuda device and accepted by verify_seal, the kernels' tests against the
+    # CPU (.dev/gpu.test: `cargo test --release --features cuda --test gpu --no-run`,
     # stripped), the Go test with CUZK_EXPECT_GPU=1 (.dev/go/cuzk-go.test). Exits non-zero
     # naming every failed check.
     stamp gpu-checks; bad=()
@@ -51,15 +51,26 @@ case ${1:-} in
     $BIN prove --c1 "$(c1 2k)" --sector-id 1 --miner-id 1000 --timeline -o "$OUT/gpu.proof" 2> "$OUT/gpu-prove.log" || bad+=(prove)
     grep -qE 'GPU_END.*cuda:' "$OUT/gpu-prove.log" || bad+=("2KiB proof not on a GPU")
     $BIN verify --c1 "$(c1 2k)" --sector-id 1 --miner-id 1000 --proof "$OUT/gpu.proof" || bad+=(verify_seal)
-    if [[ -x .dev/synthetic.test ]]; then
-      CUZK_TEST_GPU=1 .dev/synthetic.test the_gpus --nocapture > "$OUT/gpu-unit.log" 2>&1 || bad+=("fixed-base kernel test")
-      tail -3 "$OUT/gpu-unit.log"
-    else bad+=("no .dev/synthetic.test carried"); fi
+    if [[ -x .dev/gpu.test ]]; then
+      CUZK_TEST_GPU=1 .dev/gpu.test --nocapture > "$OUT/gpu-unit.log" 2>&1 || bad+=("the kernels' tests (tests/gpu.rs)")
+      grep -E '^test |GPU prover = CPU|windows|test result' "$OUT/gpu-unit.log"
+    else bad+=("no .dev/gpu.test carried"); fi
     CUZK_EXPECT_GPU=1 CUZK_TEST_C1=$(c1 2k) .dev/go/cuzk-go.test -test.v -test.count=1 -test.timeout 20m \
       -test.run TestCudaBuild > "$OUT/gpu-go.log" 2>&1 || bad+=("Go with CUZK_EXPECT_GPU=1")
     grep -E "^(--- |ok|FAIL|PASS)|partitions proved on" "$OUT/gpu-go.log"
     if (( ${#bad[@]} )); then printf 'GPU CHECK FAILED: %s\n' "${bad[@]}" >&2; exit 1; fi
     echo "every GPU check passed" ;;
+  gpu-mutant)
+    # The kernels' tests must fail against a kernel that returns a wrong point:
+    # .dev/gpu-mutant.test is tests/gpu.rs built with kernels/groth16.cu mutated (see
+    # scripts/gpu-mutant.sh). Exits non-zero if they pass.
+    stamp gpu-mutant
+    [[ -x .dev/gpu-mutant.test ]] || { echo "no .dev/gpu-mutant.test carried" >&2; exit 1; }
+    CUZK_TEST_GPU=1 .dev/gpu-mutant.test --nocapture > "$OUT/gpu-mutant.log" 2>&1
+    mrc=$?
+    grep -E '^test |differs|windows|test result' "$OUT/gpu-mutant.log" | head -40
+    if (( mrc == 0 )); then echo "the kernels' tests PASSED against a mutated kernel" >&2; exit 1; fi
+    echo "the mutated kernel failed the kernels' tests (exit $mrc), as it must" ;;
   go)
     # The Go package's tests, built with -tags cuzk_cuda (`make dev-go`: .dev/go/cuzk-go.test),
     # on the real 2KiB fixture; CUZK_EXPECT_GPU=1 makes the cuda test fail unless every

@@ -254,6 +254,7 @@ case ${1:-} in
     $D info
     $D setup 2k
     $D gpu-checks
+    [[ -x .dev/gpu-mutant.test ]] && $D gpu-mutant
     ;;
   h200-go)
     # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:

@@ -217,6 +217,7 @@ pub fn default_budget() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing;
 
     #[test]
     fn never_exceeds_and_releases() {
@@ -240,12 +241,10 @@ mod tests {
         let r = b.try_acquire(80).unwrap();
         let b2 = b.clone();
         let t = std::thread::spawn(move || b2.acquire(50, "y", || None).map(|r| r.bytes()));
-        while b.waiting() != 50 {
-            std::thread::yield_now();
-        }
+        testing::until("the request to wait", || b.waiting() == 50);
         assert_eq!(b.used(), 80);
         drop(r);
-        assert_eq!(t.join().unwrap().unwrap(), 50);
+        assert_eq!(testing::join("the woken request", t).unwrap(), 50);
         assert_eq!(b.waiting(), 0);
     }
 
@@ -264,20 +263,24 @@ mod tests {
             b2.acquire_priority(50, "p", || 0, || None)
                 .map(|r| r.bytes())
         });
-        while b.state.lock().priority_waiting == 0 {
-            std::thread::yield_now();
-        }
+        testing::until("the priority request to wait", || {
+            b.state.lock().priority_waiting > 0
+        });
         let b3 = b.clone();
         let o = std::thread::spawn(move || b3.acquire(10, "o", || None).map(|r| r.bytes()));
-        std::thread::sleep(Duration::from_millis(100));
+        // The ordinary request either waits (its 10 join the priority request's 50 in
+        // `waiting`) or is wrongly granted (counted in `used`): no sleep decides it.
+        testing::until("the ordinary request to wait or pass", || {
+            b.waiting() == 60 || b.used() > 90
+        });
         assert_eq!(
             b.used(),
             90,
             "the ordinary request must not pass the priority one"
         );
         drop(held);
-        assert_eq!(p.join().unwrap().unwrap(), 50);
-        assert_eq!(o.join().unwrap().unwrap(), 10);
+        assert_eq!(testing::join("the priority request", p).unwrap(), 50);
+        assert_eq!(testing::join("the ordinary request", o).unwrap(), 10);
         drop(resident);
         assert_eq!(b.resident(), 0);
     }

@@ -20,6 +20,8 @@ pub mod porep;
 pub mod prover;
 #[path = "ffi/sys/mod.rs"]
 pub mod sys;
+#[cfg(test)]
+mod testing;
 pub mod timeline;
 
 pub use engine::{Config, Engine, JobOutput, JobRequest};

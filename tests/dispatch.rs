@@ -422,7 +422,7 @@ fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
         let b = e
             .submit(request(&spec, &c1, FixtureShape::default()))
             .unwrap();
-        let out = e.await_job(a, None).unwrap();
+        let out = e.await_job(a, common::JOB_DEADLINE).unwrap();
         assert!(out.verified);
         assert!(
             out.partitions.iter().all(|p| p.cpu_retry),
@@ -439,7 +439,7 @@ fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
         // W and B got dummy proofs: their self-check fails, as it must.
         for j in [w, b] {
             assert_eq!(
-                e.await_job(j, None).unwrap_err().status,
+                e.await_job(j, common::JOB_DEADLINE).unwrap_err().status,
                 Status::VerifyFailed
             );
         }
@@ -614,9 +614,9 @@ fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
                 e.status().prover_queue == ready
             });
             gate.open();
-            assert!(e.await_job(w, None).is_ok());
-            let rx = e.await_job(x, None);
-            assert!(e.await_job(y, None).is_ok());
+            assert!(e.await_job(w, common::JOB_DEADLINE).is_ok());
+            let rx = e.await_job(x, common::JOB_DEADLINE);
+            assert!(e.await_job(y, common::JOB_DEADLINE).is_ok());
             if fits {
                 let out = rx.unwrap();
                 assert!(out.partitions[0].cpu_retry);
@@ -706,8 +706,8 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
         );
 
         gate.open();
-        e.await_job(w, None).unwrap();
-        e.await_job(x, None).unwrap();
+        e.await_job(w, common::JOB_DEADLINE).unwrap();
+        e.await_job(x, common::JOB_DEADLINE).unwrap();
         let a = ask();
         assert!(a.admit, "{a:?}");
         assert_eq!((a.partitions_fit, a.queued_bytes, a.job_slots), (1, 0, 2));
@@ -781,7 +781,7 @@ fn admission_counts_a_passing_parameter_read_as_room_for_a_moment_only() {
             assert_eq!(a.reason, AdmissionReason::Memory);
         }
         gate.open();
-        e.await_job(w, None).unwrap();
+        e.await_job(w, common::JOB_DEADLINE).unwrap();
         // Nothing of the parameters stays in host memory.
         let a = ask();
         assert!(a.admit, "{a:?}");
@@ -846,7 +846,7 @@ fn admission_counts_only_the_work_ahead_of_the_new_jobs_priority() {
         );
         gate.open();
         for id in [w, x, y] {
-            e.await_job(id, None).unwrap();
+            e.await_job(id, common::JOB_DEADLINE).unwrap();
         }
         assert_eq!(ask(0).queued_bytes, 0);
     });

@@ -62,10 +62,12 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
         "abort took {:?}",
         t0.elapsed()
     );
-    let err = e.await_job(doomed, None).unwrap_err();
+    let err = e.await_job(doomed, common::JOB_DEADLINE).unwrap_err();
     assert_eq!(err.status, Status::Cancelled, "{err}");
     assert_eq!(
-        e.await_job(doomed, None).unwrap_err().status,
+        e.await_job(doomed, common::JOB_DEADLINE)
+            .unwrap_err()
+            .status,
         Status::NotFound
     );
 
@@ -79,7 +81,7 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
             .status,
         Status::Timeout
     );
-    let out = e.await_job(id, None).unwrap();
+    let out = e.await_job(id, common::JOB_DEADLINE).unwrap();
     assert_eq!(out.proof.len(), 192);
     assert!(out.verified, "self-check must have run");
     assert_eq!(out.partitions.len(), 1);
@@ -229,11 +231,11 @@ fn bad_inputs_fail_with_clear_errors() {
         ..Config::default()
     });
     let id = small.submit(req(&c1, sid, pid)).unwrap();
-    let err = small.await_job(id, None).unwrap_err();
+    let err = small.await_job(id, common::JOB_DEADLINE).unwrap_err();
     assert_eq!(err.status, Status::ResourceExhausted, "{err}");
     // Unknown jobs.
     assert_eq!(
-        e.await_job(9999, None).unwrap_err().status,
+        e.await_job(9999, common::JOB_DEADLINE).unwrap_err().status,
         Status::NotFound
     );
     assert_eq!(e.cancel(9999).unwrap_err().status, Status::NotFound);
@@ -276,7 +278,10 @@ fn commit2in_envelope_is_the_same_job() {
         .submit(req(&bytes, spec.sector_id, spec.prover_id()))
         .unwrap();
     e.cancel(id).unwrap();
-    assert_eq!(e.await_job(id, None).unwrap_err().status, Status::Cancelled);
+    assert_eq!(
+        e.await_job(id, common::JOB_DEADLINE).unwrap_err().status,
+        Status::Cancelled
+    );
 }
 
 /// A prover that returns a wrong proof (fault injection): the self-check must catch it.

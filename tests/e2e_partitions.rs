@@ -70,10 +70,10 @@ fn two_partition_fixture_proves_pipelined_and_a_bad_job_fails_alone() {
             fixture: shape,
         })
         .unwrap();
-    let err = engine.await_job(bad, None).unwrap_err();
+    let err = engine.await_job(bad, common::JOB_DEADLINE).unwrap_err();
     assert_eq!(err.status, Status::Params, "{err}");
     assert!(err.message.contains("No cached parameters"), "{err}");
-    let out = engine.await_job(good, None).unwrap();
+    let out = engine.await_job(good, common::JOB_DEADLINE).unwrap();
     assert_eq!(out.proof.len(), 2 * 192);
     assert!(out.verified);
     common::wait_until(300, "recording settled", || {

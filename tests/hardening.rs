@@ -83,7 +83,7 @@ fn a_callback_that_unregisters_itself_returns_and_is_never_called_again() {
             let job = e2.submit(req).unwrap();
             e2.cancel(job).unwrap();
             assert_eq!(
-                e2.await_job(job, None).unwrap_err().status,
+                e2.await_job(job, common::JOB_DEADLINE).unwrap_err().status,
                 Status::Cancelled
             );
             // Events of another job must not reach it.
@@ -128,7 +128,7 @@ fn a_callback_may_register_sinks_and_cancel_jobs() {
         move || {
             let job = e2.submit(req).unwrap();
             assert_eq!(
-                e2.await_job(job, None).unwrap_err().status,
+                e2.await_job(job, common::JOB_DEADLINE).unwrap_err().status,
                 Status::Cancelled
             );
             e2.shutdown().unwrap();
@@ -253,7 +253,7 @@ fn a_cancelled_job_gives_its_memory_back_at_once() {
             );
             assert_eq!(e2.status().prover_queue, 0);
             g2.open();
-            assert!(e2.await_job(a, None).is_ok());
+            assert!(e2.await_job(a, common::JOB_DEADLINE).is_ok());
             e2.shutdown().unwrap();
         },
     );
@@ -466,8 +466,8 @@ fn queued_jobs_and_c1_size_are_bounded_with_clear_errors() {
         e2.cancel(b).unwrap();
         let c = e2.submit(req).unwrap();
         gate.open();
-        assert!(e2.await_job(a, None).is_ok());
-        assert!(e2.await_job(c, None).is_ok());
+        assert!(e2.await_job(a, common::JOB_DEADLINE).is_ok());
+        assert!(e2.await_job(c, common::JOB_DEADLINE).is_ok());
         e2.shutdown().unwrap();
     });
 }
@@ -501,7 +501,7 @@ fn shutdown_with_work_in_every_stage_returns_every_waiter_and_all_memory() {
             .iter()
             .map(|&id| {
                 let e = e2.clone();
-                std::thread::spawn(move || e.await_job(id, None))
+                std::thread::spawn(move || e.await_job(id, common::JOB_DEADLINE))
             })
             .collect();
         let e3 = e2.clone();

@@ -222,7 +222,7 @@ fn partitions_of_one_job_use_every_device_and_a_device_lost_mid_call_leaves_its_
         engine.set_device_enabled(2, false).unwrap();
         hold_second.open();
 
-        let out = engine.await_job(b, None).unwrap();
+        let out = engine.await_job(b, common::JOB_DEADLINE).unwrap();
         assert!(out.verified);
         assert_eq!(out.proof.len(), 3 * cuzk::PROOF_BYTES);
         assert!(cuzk::porep::verify::verify_seal(

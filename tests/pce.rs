@@ -217,7 +217,7 @@ fn engine_with(
 fn prove_and_wait(e: &Arc<Engine>, notes: &Notes, req: &JobRequest) -> (cuzk::JobOutput, String) {
     let before = notes.lock().unwrap().len();
     let id = e.submit(req.clone()).unwrap();
-    let out = e.await_job(id, None).unwrap();
+    let out = e.await_job(id, common::JOB_DEADLINE).unwrap();
     // Events reach sinks on the timeline's own thread.
     wait_until(60, "the SYNTH_END event", || {
         notes.lock().unwrap().len() > before
@@ -391,7 +391,7 @@ fn shutdown_while_a_recording_is_made_returns_and_keeps_nothing() {
             e.shutdown().unwrap();
             // Shutdown may still lose the race to the recording's end: then the job finished
             // before it, and nothing else is acceptable.
-            match e.await_job(id, None) {
+            match e.await_job(id, common::JOB_DEADLINE) {
                 Err(err) => assert_eq!(err.status, Status::NotRunning, "{err}"),
                 Ok(_) => assert_eq!(e.status().completed, 1),
             }
@@ -512,7 +512,7 @@ fn one_job_after_preload(
     settled(e);
     assert_eq!(e.status().pce_resident, 1);
     let id = e.submit(req.clone()).unwrap();
-    let out = e.await_job(id, None);
+    let out = e.await_job(id, common::JOB_DEADLINE);
     wait_until(60, "the SYNTH_END event", || {
         !notes.lock().unwrap().is_empty()
     });

@@ -80,7 +80,7 @@ fn ten_partition_run_has_every_event_in_order() {
         .join()
         .unwrap()
     });
-    let out = engine.await_job(id, None).unwrap();
+    let out = engine.await_job(id, common::JOB_DEADLINE).unwrap();
     engine.shutdown().unwrap();
     assert_eq!(out.proof.len(), 10 * 192);
     assert!(seen_at_unregister > 0);

@@ -222,13 +222,25 @@ mod tests {
         q.push(k, 1).unwrap();
         q.push(k, 2).unwrap();
         let q2 = q.clone();
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let asked2 = asked.clone();
         let t = std::thread::spawn(move || {
-            q2.wait_below(2, || false);
+            // give_up is asked each time the waiter checks the queue: once it has been, the
+            // waiter has seen two items, and only the pop below can let it return.
+            q2.wait_below(2, || {
+                asked2.store(true, std::sync::atomic::Ordering::SeqCst);
+                false
+            });
             q2.len()
         });
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        assert!(!t.is_finished());
+        crate::testing::until("the waiter to check the queue", || {
+            asked.load(std::sync::atomic::Ordering::SeqCst)
+        });
+        assert!(
+            !t.is_finished(),
+            "wait_below returned with two items queued"
+        );
         q.pop().unwrap();
-        assert_eq!(t.join().unwrap(), 1);
+        assert_eq!(crate::testing::join("the waiter", t), 1);
     }
 }

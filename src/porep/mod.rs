@@ -7,11 +7,10 @@ pub mod verify;
 use std::sync::{atomic::AtomicBool, Arc};
 
 use bellperson::{
-    groth16::{self, Parameters, Proof},
     util_cs::{metric_cs::MetricCS, witness_cs::WitnessCS, Comparable},
     Circuit, ConstraintSystem,
 };
-use blstrs::{Bls12, Scalar as Fr};
+use blstrs::Scalar as Fr;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
     as_safe_commitment, DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, SectorShape2KiB,
@@ -207,14 +206,6 @@ pub trait SealCircuits: Send + Sync {
     /// Reference assignment of partition `k` from bellperson's own `MetricCS` (constraints) and
     /// `WitnessCS` (witness), for equivalence tests.
     fn reference_assignment(&self, k: usize) -> Result<ProvingAssignment>;
-    /// Partition `k` proved by bellperson's own prover with fixed `r`, `s`, for equivalence tests.
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &Parameters<Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<Bls12>>;
 }
 
 type PieceDomain = DefaultPieceDomain;
@@ -318,18 +309,6 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
             witness.scalar_inputs(),
             witness.scalar_aux(),
         ))
-    }
-
-    fn bellperson_proof(
-        &self,
-        k: usize,
-        params: &Parameters<Bls12>,
-        r: Fr,
-        s: Fr,
-    ) -> Result<Proof<Bls12>> {
-        let circuit = self.circuit(k)?;
-        groth16::create_proof(circuit, params, r, s)
-            .map_err(|e| Error::proving(format!("bellperson create_proof: {e}")))
     }
 }
 

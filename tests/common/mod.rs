@@ -124,13 +124,22 @@ impl Gate {
         *self.open.lock().unwrap() = true;
         self.cv.notify_all();
     }
+    /// Waits until the gate is open; panics after ten minutes (a test that never opens it
+    /// fails instead of hanging).
     pub fn wait(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
         let mut g = self.open.lock().unwrap();
         while !*g {
-            g = self.cv.wait(g).unwrap();
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "a test's gate was never opened");
+            g = self.cv.wait_timeout(g, left).unwrap().0;
         }
     }
 }
+
+/// How long a test waits for one job: a hang then fails the test that waited, by its name
+/// (`await_job` answers TIMEOUT), within minutes instead of at make test's deadline.
+pub const JOB_DEADLINE: Option<std::time::Duration> = Some(std::time::Duration::from_secs(600));
 
 /// Polls `cond` every 10 ms until it holds; fails the test after `secs` seconds.
 pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {

@@ -1,0 +1,466 @@
+//! The GPU kernels against the CPU, on a real GPU (`make test-gpu`):
+//! - cuzk's prover (`kernels/groth16.cu`): a partition's h polynomial (the NTTs) and its five
+//!   MSMs (H, L, A, B in G1 and G2) against bellperson's CPU FFT and blst's MSM, with random
+//!   bases and scalars of every class (zero, one, others, edge values), resident and streamed,
+//!   from 2^4 to 2^20 points; and at 2^17 points with every window size the MSM driver can take
+//!   (10-18 bits: odd and even window counts, every top-window width) and several batches
+//!   (`CUZK_MSM_WBITS`, `CUZK_MSM_BATCHES`, read once per process: each shape runs in a child
+//!   process of this test binary);
+//! - the fixed-base multiplication of parameter generation (`kernels/fixed_base.cu`) against
+//!   the CPU's comb, byte for byte.
+//!
+//! Without a GPU each test says so and checks nothing, unless `CUZK_TEST_GPU=1` demands one
+//! (make test-gpu and the device plans set it).
+#![cfg(feature = "cuda")]
+
+mod common;
+
+use std::sync::Arc;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use common::tools::paramgen::Comb;
+use cuzk::sys::gpu_prover::{DeviceSrs, MsmResults, PartitionInput, PinnedBases};
+use ff::{Field, PrimeField};
+use group::{Curve, Group};
+use rand::{Rng, SeedableRng};
+use rand_xorshift::XorShiftRng;
+use rayon::prelude::*;
+
+/// The GPU, held by one test at a time (the prover's calls on one GPU must not overlap);
+/// without one, says which check did not run (and fails where `CUZK_TEST_GPU=1` demands a
+/// GPU).
+fn gpu(what: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    if matches!(cuzk::sys::cuda::probe(), Ok((_, n)) if n > 0) {
+        return Some(ONE.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+    assert!(
+        std::env::var("CUZK_TEST_GPU").as_deref() != Ok("1"),
+        "CUZK_TEST_GPU=1 but no GPU answers ({what})"
+    );
+    eprintln!("no GPU: {what} is not checked here");
+    None
+}
+
+/// `n` distinct random points, cheaply: runs of 1024 of P, P + Q, P + 2Q, ... from random P, Q,
+/// with the point at infinity at the positions `inf` lists.
+fn points<G: Group + Curve + Send + Sync>(n: usize, seed: u64, inf: &[usize]) -> Vec<G::AffineRepr>
+where
+    G::AffineRepr: Send + Sync + Default + Copy,
+{
+    let runs: Vec<Vec<G>> = (0..n.div_ceil(1024))
+        .into_par_iter()
+        .map(|r| {
+            let mut rng = XorShiftRng::seed_from_u64(seed.wrapping_mul(1_000_003) + r as u64);
+            let (mut p, q) = (G::random(&mut rng), G::random(&mut rng));
+            (0..(n - r * 1024).min(1024))
+                .map(|_| {
+                    let x = p;
+                    p += q;
+                    x
+                })
+                .collect()
+        })
+        .collect();
+    let mut proj: Vec<G> = runs.into_iter().flatten().collect();
+    for &i in inf {
+        if i < n {
+            proj[i] = G::identity();
+        }
+    }
+    let mut out = vec![G::AffineRepr::default(); n];
+    G::batch_normalize(&proj, &mut out);
+    out
+}
+
+/// sum(s_i * P_i) on the CPU (blst's MSM over every core's share).
+fn msm_g1(p: &[G1Affine], s: &[Fr]) -> G1Affine {
+    assert_eq!(p.len(), s.len());
+    let proj: Vec<G1Projective> = p.par_iter().map(|x| x.into()).collect();
+    proj.par_chunks(4096)
+        .zip(s.par_chunks(4096))
+        .map(|(p, s)| G1Projective::multi_exp(p, s))
+        .reduce(G1Projective::identity, |a, b| a + b)
+        .to_affine()
+}
+
+fn msm_g2(p: &[G2Affine], s: &[Fr]) -> G2Affine {
+    assert_eq!(p.len(), s.len());
+    let proj: Vec<G2Projective> = p.par_iter().map(|x| x.into()).collect();
+    proj.par_chunks(4096)
+        .zip(s.par_chunks(4096))
+        .map(|(p, s)| G2Projective::multi_exp(p, s))
+        .reduce(G2Projective::identity, |a, b| a + b)
+        .to_affine()
+}
+
+/// How a case's aux scalars are drawn: the shares (of 1000) that are zero and one; the rest
+/// are others (random, with the edge values -1, 2 and 2^k - 1 among them).
+#[derive(Clone, Copy, Debug)]
+struct Mix {
+    zero: u32,
+    one: u32,
+}
+
+fn scalar(rng: &mut XorShiftRng, mix: Mix) -> Fr {
+    let x = rng.gen_range(0..1000u32);
+    if x < mix.zero {
+        return Fr::ZERO;
+    }
+    if x < mix.zero + mix.one {
+        return Fr::ONE;
+    }
+    match rng.gen_range(0..16u32) {
+        0 => -Fr::ONE,
+        1 => Fr::from(2),
+        2 => Fr::from((1u64 << rng.gen_range(1..64u32)) - 1),
+        3 => Fr::from_u128(u128::MAX),
+        _ => Fr::random(&mut *rng),
+    }
+}
+
+fn bits(rng: &mut XorShiftRng, n: usize, share: f64) -> (Vec<usize>, Vec<bool>) {
+    let set: Vec<bool> = (0..n).map(|_| rng.gen_bool(share)).collect();
+    let mut words = vec![0usize; n.div_ceil(64).max(1)];
+    for (i, &b) in set.iter().enumerate() {
+        if b {
+            words[i / 64] |= 1 << (i % 64);
+        }
+    }
+    (words, set)
+}
+
+/// One partition of random numbers, its parameters' bases and what the CPU says the prover's
+/// h and MSMs are.
+struct Case {
+    name: String,
+    lg: u32,
+    abc: [Vec<Fr>; 3],
+    inputs: Vec<Fr>,
+    aux: Vec<Fr>,
+    dens: [Vec<usize>; 3],
+    bases: (
+        Vec<G1Affine>,
+        Vec<G1Affine>,
+        Vec<G1Affine>,
+        Vec<G1Affine>,
+        Vec<G2Affine>,
+    ),
+    want: [G1Affine; 4],
+    want_b2: G2Affine,
+}
+
+impl Case {
+    fn new(lg: u32, n_inp: usize, n_aux: usize, mix: Mix, seed: u64) -> Case {
+        let domain = 1usize << lg;
+        let mut rng = XorShiftRng::seed_from_u64(seed);
+        // a, b, c of a length that keeps bellperson's domain at 2^lg (as a circuit's would).
+        let len = if lg == 0 {
+            1
+        } else {
+            domain / 2 + 1 + rng.gen_range(0..domain / 2)
+        };
+        let abc = [0, 1, 2].map(|_| (0..len).map(|_| Fr::random(&mut rng)).collect::<Vec<_>>());
+        let mut inputs: Vec<Fr> = (0..n_inp).map(|_| scalar(&mut rng, mix)).collect();
+        if let Some(one) = inputs.first_mut() {
+            *one = Fr::ONE;
+        }
+        let aux: Vec<Fr> = (0..n_aux).map(|_| scalar(&mut rng, mix)).collect();
+        let (a_aux, a_set) = bits(&mut rng, n_aux, 0.6);
+        let (b_inp, bi_set) = bits(&mut rng, n_inp, 0.5);
+        let (b_aux, ba_set) = bits(&mut rng, n_aux, 0.4);
+        let pick = |v: &[Fr], set: &[bool]| -> Vec<Fr> {
+            v.iter()
+                .zip(set)
+                .filter(|(_, &b)| b)
+                .map(|(x, _)| *x)
+                .collect()
+        };
+        let a_s: Vec<Fr> = inputs.iter().copied().chain(pick(&aux, &a_set)).collect();
+        let b_s: Vec<Fr> = pick(&inputs, &bi_set)
+            .into_iter()
+            .chain(pick(&aux, &ba_set))
+            .collect();
+        // A few bases at infinity, where the MSMs' additions must pass them by.
+        let inf = [3, 700, 40_000];
+        let h = points::<G1Projective>(domain - 1, seed + 1, &inf);
+        let l = points::<G1Projective>(n_aux, seed + 2, &inf);
+        let a = points::<G1Projective>(a_s.len(), seed + 3, &[]);
+        let b1 = points::<G1Projective>(b_s.len(), seed + 4, &[]);
+        let b2 = points::<G2Projective>(b_s.len(), seed + 5, &[5]);
+        let worker = ec_gpu_gen::threadpool::Worker::new();
+        let hs: Vec<Fr> =
+            cuzk::prover::cpu::compute_h(&worker, abc[0].clone(), abc[1].clone(), abc[2].clone())
+                .unwrap()
+                .into_iter()
+                .map(|r| Fr::from_repr(r).unwrap())
+                .collect();
+        assert_eq!(hs.len(), domain - 1);
+        let want = [
+            msm_g1(&h, &hs),
+            msm_g1(&l, &aux),
+            msm_g1(&a, &a_s),
+            msm_g1(&b1, &b_s),
+        ];
+        let want_b2 = msm_g2(&b2, &b_s);
+        Case {
+            name: format!("2^{lg}, {n_inp} inputs, {n_aux} aux, {mix:?}"),
+            lg,
+            abc,
+            inputs,
+            aux,
+            dens: [a_aux, b_inp, b_aux],
+            bases: (h, l, a, b1, b2),
+            want,
+            want_b2,
+        }
+    }
+
+    fn input(&self) -> PartitionInput<'_> {
+        PartitionInput {
+            a: &self.abc[0],
+            b: &self.abc[1],
+            c: &self.abc[2],
+            lg_domain: self.lg,
+            inputs: &self.inputs,
+            aux: &self.aux,
+            a_aux_density: &self.dens[0],
+            b_input_density: &self.dens[1],
+            b_aux_density: &self.dens[2],
+        }
+    }
+
+    /// Proves the case twice on one stage (a stage is reused) and checks every result.
+    fn check(&self, srs: &DeviceSrs, mode: &str) {
+        let mut stage = srs
+            .stage(self.lg, self.inputs.len(), self.aux.len())
+            .unwrap();
+        for round in 0..2 {
+            stage.upload(&self.input()).unwrap();
+            let got: MsmResults = srs.prove(&mut stage).unwrap();
+            let what = format!("{} ({mode}, round {round})", self.name);
+            assert!(
+                got.h == self.want[0],
+                "H (the NTTs' h and its MSM) differs: {what}"
+            );
+            assert!(got.l == self.want[1], "L differs: {what}");
+            assert!(got.a == self.want[2], "A differs: {what}");
+            assert!(got.b_g1 == self.want[3], "B in G1 differs: {what}");
+            assert!(got.b_g2 == self.want_b2, "B in G2 differs: {what}");
+        }
+        // A proof without an upload is an error, not a result of stale buffers.
+        assert!(
+            srs.prove(&mut stage).is_err(),
+            "a second prove of one upload: {}",
+            self.name
+        );
+    }
+
+    /// Both parameter modes: bases resident in device memory, and streamed from pinned host
+    /// memory.
+    fn check_both(self) {
+        let (h, l, a, b1, b2) = &self.bases;
+        let srs = DeviceSrs::upload(0, h, l, a, b1, b2).unwrap();
+        self.check(&srs, "resident");
+        drop(srs);
+        let pinned = PinnedBases::new(h.clone(), l.clone(), a.clone(), b1.clone(), b2.clone());
+        let srs = DeviceSrs::streamed(0, Arc::new(pinned.unwrap())).unwrap();
+        self.check(&srs, "streamed");
+        eprintln!("GPU prover = CPU: {}", self.name);
+    }
+}
+
+const MOSTLY_BITS: Mix = Mix {
+    zero: 600,
+    one: 380,
+};
+
+/// The h polynomial and the five MSMs at domains of 2^4 to 2^20: L/A/B with no other scalar
+/// (only the sum of ones), exactly one, all others, and the usual mostly 0/1 mix.
+#[test]
+fn the_gpus_prover_computes_the_cpus_h_and_msms() {
+    let Some(_gpu) = gpu("the GPU prover against the CPU") else {
+        return;
+    };
+    let cases = [
+        (
+            4,
+            3,
+            20,
+            Mix {
+                zero: 300,
+                one: 300,
+            },
+        ),
+        (
+            10,
+            2,
+            700,
+            Mix {
+                zero: 500,
+                one: 500,
+            },
+        ),
+        (12, 5, 3000, Mix { zero: 999, one: 0 }),
+        (15, 40, 40_000, Mix { zero: 0, one: 0 }),
+        (17, 7, 100_000, MOSTLY_BITS),
+        (20, 3, 1000, MOSTLY_BITS),
+    ];
+    for (k, &(lg, n_inp, n_aux, mix)) in cases.iter().enumerate() {
+        Case::new(lg, n_inp, n_aux, mix, 100 + k as u64).check_both();
+    }
+    // Exactly one other aux scalar (the tails' smallest MSM), and none at all.
+    let mut c = Case::new(11, 2, 2000, Mix { zero: 1000, one: 0 }, 7);
+    c.aux[1234] = Fr::from(77);
+    c.inputs = vec![Fr::ONE, Fr::ONE];
+    let (_, l, a, b1, b2) = &c.bases;
+    let pick = |d: &[usize], v: &[Fr]| -> Vec<Fr> {
+        v.iter()
+            .enumerate()
+            .filter(|(i, _)| d[i / 64] >> (i % 64) & 1 == 1)
+            .map(|x| *x.1)
+            .collect()
+    };
+    let a_s: Vec<Fr> = c
+        .inputs
+        .iter()
+        .copied()
+        .chain(pick(&c.dens[0], &c.aux))
+        .collect();
+    let b_s: Vec<Fr> = pick(&c.dens[1], &c.inputs)
+        .into_iter()
+        .chain(pick(&c.dens[2], &c.aux))
+        .collect();
+    c.want[1] = msm_g1(l, &c.aux);
+    c.want[2] = msm_g1(a, &a_s);
+    c.want[3] = msm_g1(b1, &b_s);
+    c.want_b2 = msm_g2(b2, &b_s);
+    c.name += ", one other aux scalar";
+    c.check_both();
+}
+
+/// The MSM shapes of large MSMs (2^16 points or more) that the defaults do not reach at test
+/// sizes: every window size of CUZK_MSM_WBITS and several batches of CUZK_MSM_BATCHES, each in
+/// a child process (the knobs are read once per process) that runs
+/// `one_msm_shape_against_the_cpu`.
+#[test]
+fn the_gpus_msm_at_every_window_size_and_batch_count() {
+    let Some(_gpu) = gpu("the MSM driver's window sizes and batches") else {
+        return;
+    };
+    let exe = std::env::current_exe().unwrap();
+    let shapes = [
+        (10, 2),
+        (11, 5),
+        (12, 1),
+        (13, 3),
+        (14, 1),
+        (15, 4),
+        (16, 1),
+        (17, 2),
+        (18, 1),
+    ];
+    let mut failed = Vec::new();
+    for (wbits, batches) in shapes {
+        let log = std::env::temp_dir().join(format!("cuzk-msm-{}-{wbits}.log", std::process::id()));
+        let file = std::fs::File::create(&log).unwrap();
+        let mut child = std::process::Command::new(&exe)
+            .args([
+                "one_msm_shape_against_the_cpu",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("CUZK_MSM_WBITS", wbits.to_string())
+            .env("CUZK_MSM_BATCHES", batches.to_string())
+            .env("CUZK_TEST_GPU", "1")
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        // A deadline: a hung kernel fails this test by name instead of hanging make test.
+        let t = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if t.elapsed() > std::time::Duration::from_secs(300) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        let ok = status.is_some_and(|s| s.success()) && text.contains("GPU prover = CPU");
+        let verdict = match (ok, status) {
+            (true, _) => "same as the CPU",
+            (false, None) => "FAILED: past its 300 s deadline",
+            (false, Some(_)) => "FAILED",
+        };
+        eprintln!("{wbits}-bit windows, {batches} batches: {verdict}");
+        if !ok {
+            eprintln!("{text}");
+            failed.push((wbits, batches));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "MSM shapes (window bits, batches) that failed: {failed:?}"
+    );
+}
+
+/// One MSM shape (the knobs this process was started with) at 2^17, resident and streamed: run
+/// by `the_gpus_msm_at_every_window_size_and_batch_count`.
+#[test]
+#[ignore = "run by the_gpus_msm_at_every_window_size_and_batch_count, with the knobs set"]
+fn one_msm_shape_against_the_cpu() {
+    let _gpu = gpu("one MSM shape").expect("a GPU");
+    // L's others are past 2^16, so the knobs reach L's MSM as well as H's.
+    Case::new(
+        17,
+        6,
+        90_000,
+        Mix {
+            zero: 100,
+            one: 100,
+        },
+        17,
+    )
+    .check_both();
+}
+
+/// The GPU's fixed-base multiplication (`kernels/fixed_base.cu`) writes the bytes the CPU's
+/// comb writes, for random scalars and the edge cases of the signed digits, in G1 and G2.
+#[test]
+fn the_gpus_fixed_base_multiplication_writes_the_cpus_bytes() {
+    use cuzk::sys::fixed_base::FixedBase;
+    let Some(_gpu) = gpu("the GPU's fixed-base multiplication") else {
+        return;
+    };
+    let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(5);
+    let g1 = G1Projective::random(&mut rng);
+    let g2 = G2Projective::random(&mut rng);
+    let mut ks: Vec<Fr> = (0..3000).map(|_| Fr::random(&mut rng)).collect();
+    ks.extend([Fr::ZERO, Fr::ONE, -Fr::ONE, Fr::from(2), -Fr::from(2)]);
+    ks.extend((0..20).map(|i| Fr::from(1u64 << (i * 3)) - Fr::ONE));
+    ks.push(Fr::from_u128(u128::MAX));
+    for w in [8, 13, 16] {
+        let c1 = Comb::new(g1, w);
+        let c2 = Comb::new(g2, w);
+        let (wb, n) = c1.shape();
+        let mut f1 = FixedBase::<G1Affine>::new(0, wb, n, c1.table()).unwrap();
+        let mut f2 = FixedBase::<G2Affine>::new(0, wb, n, c2.table()).unwrap();
+        let (mut want, mut got) = (vec![0u8; ks.len() * 96], vec![0u8; ks.len() * 96]);
+        c1.mul_into(&ks, &mut want);
+        f1.mul(&ks, &mut got).unwrap();
+        assert!(want == got, "G1, w {w}");
+        let (mut want, mut got) = (vec![0u8; ks.len() * 192], vec![0u8; ks.len() * 192]);
+        c2.mul_into(&ks, &mut want);
+        f2.mul(&ks, &mut got).unwrap();
+        assert!(want == got, "G2, w {w}");
+        // A table of the wrong shape is an error, not a crash.
+        assert!(FixedBase::<G1Affine>::new(0, wb, n + 1, c1.table()).is_err());
+    }
+}
