@@ -49,17 +49,22 @@ test-rust: fixtures
 
 FIXTURE_C1 = $(PARAMS)/cuzk-fixtures/2KiB.c1.json
 
+ASAN_CC = $(CC) $(CFLAGS_TEST) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+ASAN_RUN = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1
+
+## The C ABI from C, under AddressSanitizer + UBSan: a real 2KiB proof through the drop-in
+## (then checked by filecoin-proofs' verify_seal) and every error case; older and newer callers'
+## struct sizes against guard pages; the callbacks.
 test-c: build fixtures
 	mkdir -p $(CBUILD)
-	$(CC) $(CFLAGS_TEST) -O1 -o $(CBUILD)/test_ffi tests/c/test_ffi.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
-	$(CC) $(CFLAGS_TEST) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -o $(CBUILD)/test_ffi_asan tests/c/test_ffi.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
-	CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
-	  CUZK_TEST_PROOF_OUT=$(CBUILD)/dropin.proof $(DEADLINE) 15m $(CBUILD)/test_ffi full
+	$(ASAN_CC) -o $(CBUILD)/test_ffi_asan tests/c/test_ffi.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
+	$(ASAN_RUN) CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_NO_GPU=1 CUZK_TEST_PARAMS=$(PARAMS) \
+	  CUZK_TEST_PROOF_OUT=$(CBUILD)/dropin.proof $(DEADLINE) 15m $(CBUILD)/test_ffi_asan full
 	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/dropin.proof
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
-	  CUZK_TEST_NO_GPU=1 CUZK_TEST_PARAMS=$(PARAMS) $(DEADLINE) 15m $(CBUILD)/test_ffi_asan errors
-	$(CC) $(CFLAGS_TEST) -O1 -g -pthread -fsanitize=address,undefined -fno-omit-frame-pointer -o $(CBUILD)/test_callbacks_asan tests/c/test_callbacks.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
+	$(ASAN_CC) -o $(CBUILD)/test_abi_asan tests/c/test_abi.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
+	$(ASAN_RUN) CUZK_TEST_PARAMS=$(PARAMS) $(DEADLINE) 5m $(CBUILD)/test_abi_asan
+	$(ASAN_CC) -pthread -o $(CBUILD)/test_callbacks_asan tests/c/test_callbacks.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
+	$(ASAN_RUN) CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 \
 	  CUZK_TEST_PARAMS=$(PARAMS) $(DEADLINE) 15m $(CBUILD)/test_callbacks_asan
 
 ## pkg-config files for linking libcuzk from outside this repository: target/release/cuzk.pc
@@ -105,8 +110,9 @@ test-cuda: build-cuda fixtures
 	target/cuda/cuzk prove --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 -o $(CBUILD)/cuda.proof
 	$(CUZK) verify --c1 $(FIXTURE_C1) --sector-id 1 --miner-id 1000 --proof $(CBUILD)/cuda.proof
 	$(CC) $(CFLAGS_TEST) -O1 -o $(CBUILD)/test_ffi_cuda tests/c/test_ffi.c -Ltarget/cuda -lcuzk -Wl,-rpath,$(abspath target/cuda)
-	CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
-	  CUZK_TEST_NO_GPU=1 $(CBUILD)/test_ffi_cuda errors
+	@# The C ABI of the cuda library with the CPU prover (CUZK_DEVICES=cpu), GPU or not.
+	CUZK_DEVICES=cpu CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
+	  CUZK_TEST_NO_GPU=1 $(DEADLINE) 10m $(CBUILD)/test_ffi_cuda errors
 	@# Go against the cuda library (-tags cuzk_cuda): it links, and proves on the CPU here.
 	cd go-bindings && $(GO) vet -tags cuzk_cuda ./... && CGO_ENABLED=1 $(GO) build -tags cuzk_cuda -o ../$(CBUILD)/cuzk-commit2-cuda ./cmd/cuzk-commit2
 	cd go-bindings && CUZK_TEST_C1=$(FIXTURE_C1) $(GO) test -tags cuzk_cuda -count=1 -timeout 20m -v -run 'TestCudaBuild' . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'

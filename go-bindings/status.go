@@ -185,6 +185,7 @@ type AdmissionOptions struct {
 // damaged (ErrParams: a job would fail), no engine (ErrNotRunning).
 func (e *Engine) Admission(proofType abi.RegisteredSealProof, opt AdmissionOptions) (Admission, error) {
 	var a C.cuzk_admission
+	a.struct_size = C.uint32_t(C.sizeof_cuzk_admission)
 	var cerr C.cuzk_error
 	st := C.cuzk_engine_admission(C.int64_t(proofType), C.int32_t(opt.Priority),
 		C.uint32_t(opt.FixturePartitions), C.uint32_t(opt.FixtureLayers), &a, &cerr)

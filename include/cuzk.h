@@ -315,7 +315,10 @@ typedef struct cuzk_bytes {
  */
 typedef struct cuzk_engine_report {
   /**
-   * `sizeof(cuzk_engine_report)`: fields are only appended.
+   * Set by the caller to `sizeof(cuzk_engine_report)` before the call; the library writes
+   * at most that many bytes (a caller built against an older header gets the fields it
+   * knows) and sets it to the bytes it wrote (a caller built against a newer header: the
+   * fields past it are not filled).
    */
   uint32_t struct_size;
   /**
@@ -370,7 +373,8 @@ typedef struct cuzk_engine_report {
  */
 typedef struct cuzk_admission {
   /**
-   * `sizeof(cuzk_admission)`.
+   * Set by the caller to `sizeof(cuzk_admission)` before the call; the library writes at
+   * most that many bytes and sets it to the bytes it wrote (as `cuzk_engine_report`).
    */
   uint32_t struct_size;
   /**
@@ -606,7 +610,10 @@ cuzk_status cuzk_verify_seal(const uint8_t *c1_ptr,
                              struct cuzk_error *err_out);
 
 /**
- * Writes a snapshot of the running engine to `*out`.
+ * Writes a snapshot of the running engine to `*out`, whose `struct_size` the caller sets
+ * first (see `cuzk_engine_report`). `CUZK_STATUS_INVALID_ARGUMENT` for a NULL `out` or a
+ * `struct_size` below 8 (nothing written), `CUZK_STATUS_NOT_RUNNING` without an engine.
+ * Thread-safe; allowed in a timeline or log callback.
  */
 cuzk_status cuzk_engine_status(struct cuzk_engine_report *out, struct cuzk_error *err_out);
 
@@ -622,12 +629,13 @@ cuzk_status cuzk_engine_metrics(uint32_t format,
 /**
  * Admission for a scheduler: writes to `*out` whether one more job of `registered_proof` (its
  * number in filecoin-ffi and go-state-types' `abi.RegisteredSealProof`: 0-4 V1, 5-9 V1_1, ...)
- * at `priority` would start now within the memory budget, and how many could, from the
+ * at `priority` would start now within the memory budget, and how many could (`out`'s
+ * `struct_size` set by the caller first, see `cuzk_admission`), from the
  * engine's own accounting at the moment of the call (reserved memory, partitions queued
  * ahead, parameters still to load). `fixture_partitions` / `fixture_layers` select a test
  * shape (0: the type's own). The answer can change as soon as it is given: a job submitted
  * after it may still wait for memory, never fail for it. `CUZK_STATUS_INVALID_ARGUMENT` for an
- * unknown number, `CUZK_STATUS_UNSUPPORTED` for a type the engine does not prove,
+ * unknown number, a NULL `out` or a `struct_size` below 8 (nothing written), `CUZK_STATUS_UNSUPPORTED` for a type the engine does not prove,
  * `CUZK_STATUS_PARAMS` where its parameter files are missing or damaged,
  * `CUZK_STATUS_NOT_RUNNING` without an engine. Thread-safe; allowed in a timeline callback.
  */

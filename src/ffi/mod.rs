@@ -202,6 +202,37 @@ fn write_bytes(out: *mut cuzk_bytes, data: Vec<u8>) {
     unsafe { *out = cuzk_bytes { ptr, len } };
 }
 
+/// The bytes the library may write into a caller's out-struct whose first field is
+/// `struct_size` (u32), set by the caller to `sizeof` the struct as its header declares it: at
+/// most that, at most the library's own struct. A caller built against an older header (a
+/// shorter struct) gets the fields it knows and nothing past them. Too small to hold a field (0:
+/// never set): an argument error naming the struct.
+fn sized_out<T>(out: *mut T, name: &str) -> Result<usize> {
+    const _: () = assert!(std::mem::size_of::<u32>() == 4);
+    // SAFETY: `out` was checked non-NULL by the caller of this helper, and is aligned for T,
+    // whose first field is the u32 `struct_size` (checked per struct by `offset_of!` below).
+    let size = unsafe { (out as *const u32).read() } as usize;
+    if size < 8 {
+        return Err(Error::invalid_argument(format!(
+            "{name}.struct_size is {size}: set it to sizeof({name}) before the call"
+        )));
+    }
+    Ok(size.min(std::mem::size_of::<T>()))
+}
+
+/// Writes the first `len` bytes of `value` (from `sized_out`) to `*out` and sets its
+/// `struct_size` to `len`, so a caller built against a newer header sees which fields are filled.
+fn write_sized<T>(out: *mut T, value: T, len: usize) {
+    debug_assert!((8..=std::mem::size_of::<T>()).contains(&len));
+    // SAFETY: `out` is non-NULL, aligned, and the caller's struct holds `len` bytes (its own
+    // struct_size); `value` is a whole T, so its first `len` bytes are readable (padding is
+    // copied as bytes, never read as a value).
+    unsafe {
+        std::ptr::copy_nonoverlapping(&value as *const T as *const u8, out as *mut u8, len);
+        (out as *mut u32).write(len as u32);
+    }
+}
+
 /// A NUL-terminated path of any encoding (Unix paths are bytes).
 fn path_in(p: *const c_char) -> Option<PathBuf> {
     if p.is_null() {
@@ -220,20 +251,47 @@ fn path_in(p: *const c_char) -> Option<PathBuf> {
 /// frozen: a literal, with every v1 field's offset pinned below, so a field inserted before the
 /// v1 end (an ABI break for those callers) fails the build instead of moving this.
 const CONFIG_V1_SIZE: usize = 48;
+
+/// Pins version 1 of a struct whose `struct_size` promises "fields are only appended": each v1
+/// field's offset and the v1 size as literals (never edit them), and every later field past the
+/// v1 end. Every field of the struct is named, in one list or the other (a destructuring with
+/// no `..`), so a new field fails the build until it is listed: in `later`, where one inserted
+/// before the v1 end, even into padding that moves no offset, fails the offset check.
+/// (tests/c/test_abi.c holds frozen C copies of the same versions and checks the header.)
+macro_rules! pinned_v1 {
+    ($t:ident, $size:expr, { $($f:ident @ $off:literal),+ $(,)? } later { $($g:ident),* $(,)? }) => {
+        const _: () = {
+            $(assert!(std::mem::offset_of!($t, $f) == $off);)+
+            $(assert!(std::mem::offset_of!($t, $g) >= $size);)*
+            assert!(std::mem::size_of::<$t>() >= $size);
+        };
+        const _: fn($t) = |v: $t| {
+            let $t { $($f: _,)+ $($g: _,)* } = v;
+        };
+    };
+}
 #[cfg(target_pointer_width = "64")]
-const _: () = {
-    use std::mem::offset_of;
-    assert!(offset_of!(cuzk_config, struct_size) == 0);
-    assert!(offset_of!(cuzk_config, synthesis_workers) == 4);
-    assert!(offset_of!(cuzk_config, synthesis_lookahead) == 8);
-    assert!(offset_of!(cuzk_config, memory_budget_bytes) == 16);
-    assert!(offset_of!(cuzk_config, params_dir) == 24);
-    assert!(offset_of!(cuzk_config, self_check) == 32);
-    assert!(offset_of!(cuzk_config, timeline_stderr) == 33);
-    assert!(offset_of!(cuzk_config, timeline_file) == 40);
-    // The first field of v2 starts where v1 ended.
-    assert!(offset_of!(cuzk_config, job_retention_ms) == CONFIG_V1_SIZE);
-};
+mod v1_layouts {
+    use super::*;
+    pinned_v1!(cuzk_config, CONFIG_V1_SIZE, { struct_size @ 0, synthesis_workers @ 4,
+        synthesis_lookahead @ 8, memory_budget_bytes @ 16, params_dir @ 24, self_check @ 32,
+        timeline_stderr @ 33, timeline_file @ 40 }
+        later { job_retention_ms, max_c1_bytes, device_cooldown_ms, max_jobs, _reserved });
+    pinned_v1!(cuzk_engine_report, 136, { struct_size @ 0, devices @ 4, devices_busy @ 8,
+        devices_out_of_service @ 12, jobs_in_flight @ 16, partitions_queued @ 24,
+        partitions_synthesizing @ 32, partitions_ready @ 40, partitions_proving @ 48,
+        memory_budget_bytes @ 56, memory_reserved_bytes @ 64, memory_peak_bytes @ 72,
+        jobs_completed @ 80, jobs_failed @ 88, jobs_cancelled @ 96, params_resident @ 104,
+        jobs_retained @ 112, partitions_cpu_retried @ 120, timeline_events_dropped @ 128 }
+        later {});
+    pinned_v1!(cuzk_admission, 72, { struct_size @ 0, admit @ 4, reason @ 8,
+        partitions_per_job @ 12, partitions_fit @ 16, jobs_fit @ 24, partition_bytes @ 32,
+        params_bytes @ 40, queued_bytes @ 48, free_bytes @ 56, job_slots @ 64 } later {});
+    pinned_v1!(cuzk_timeline_event, 48, { struct_size @ 0, kind @ 4, t_us @ 8, job_id @ 16,
+        partition @ 24, worker @ 28, value @ 32, detail @ 40 } later {});
+    pinned_v1!(cuzk_log_record, 32, { struct_size @ 0, level @ 4, unix_us @ 8, target @ 16,
+        message @ 24 } later {});
+}
 
 fn config_from(cfg: *const cuzk_config) -> Result<Config> {
     let defaults = Config::default();
@@ -562,7 +620,10 @@ pub extern "C" fn cuzk_verify_seal(
 /// A snapshot of the engine, from `cuzk_engine_status`. Fields are only appended.
 #[repr(C)]
 pub struct cuzk_engine_report {
-    /// `sizeof(cuzk_engine_report)`: fields are only appended.
+    /// Set by the caller to `sizeof(cuzk_engine_report)` before the call; the library writes
+    /// at most that many bytes (a caller built against an older header gets the fields it
+    /// knows) and sets it to the bytes it wrote (a caller built against a newer header: the
+    /// fields past it are not filled).
     pub struct_size: u32,
     /// Number of prover devices (the CPU prover counts as one).
     pub devices: u32,
@@ -593,7 +654,10 @@ pub struct cuzk_engine_report {
     pub timeline_events_dropped: u64,
 }
 
-/// Writes a snapshot of the running engine to `*out`.
+/// Writes a snapshot of the running engine to `*out`, whose `struct_size` the caller sets
+/// first (see `cuzk_engine_report`). `CUZK_STATUS_INVALID_ARGUMENT` for a NULL `out` or a
+/// `struct_size` below 8 (nothing written), `CUZK_STATUS_NOT_RUNNING` without an engine.
+/// Thread-safe; allowed in a timeline or log callback.
 #[no_mangle]
 pub extern "C" fn cuzk_engine_status(
     out: *mut cuzk_engine_report,
@@ -603,6 +667,7 @@ pub extern "C" fn cuzk_engine_status(
         if out.is_null() {
             return Err(Error::invalid_argument("out is NULL"));
         }
+        let len = sized_out(out, "cuzk_engine_report")?;
         let s = running()?.status();
         let r = cuzk_engine_report {
             struct_size: std::mem::size_of::<cuzk_engine_report>() as u32,
@@ -625,8 +690,7 @@ pub extern "C" fn cuzk_engine_status(
             partitions_cpu_retried: s.cpu_retries,
             timeline_events_dropped: s.timeline_events_dropped,
         };
-        // SAFETY: non-NULL (checked).
-        unsafe { *out = r };
+        write_sized(out, r, len);
         Ok(())
     })
 }
@@ -670,7 +734,8 @@ pub const CUZK_ADMIT_MAX_JOBS: u32 = 2;
 /// The answer of `cuzk_engine_admission`. Fields are only appended.
 #[repr(C)]
 pub struct cuzk_admission {
-    /// `sizeof(cuzk_admission)`.
+    /// Set by the caller to `sizeof(cuzk_admission)` before the call; the library writes at
+    /// most that many bytes and sets it to the bytes it wrote (as `cuzk_engine_report`).
     pub struct_size: u32,
     /// 1: one more job of the type would start now; 0: it would wait (see `reason`).
     pub admit: u8,
@@ -697,12 +762,13 @@ pub struct cuzk_admission {
 
 /// Admission for a scheduler: writes to `*out` whether one more job of `registered_proof` (its
 /// number in filecoin-ffi and go-state-types' `abi.RegisteredSealProof`: 0-4 V1, 5-9 V1_1, ...)
-/// at `priority` would start now within the memory budget, and how many could, from the
+/// at `priority` would start now within the memory budget, and how many could (`out`'s
+/// `struct_size` set by the caller first, see `cuzk_admission`), from the
 /// engine's own accounting at the moment of the call (reserved memory, partitions queued
 /// ahead, parameters still to load). `fixture_partitions` / `fixture_layers` select a test
 /// shape (0: the type's own). The answer can change as soon as it is given: a job submitted
 /// after it may still wait for memory, never fail for it. `CUZK_STATUS_INVALID_ARGUMENT` for an
-/// unknown number, `CUZK_STATUS_UNSUPPORTED` for a type the engine does not prove,
+/// unknown number, a NULL `out` or a `struct_size` below 8 (nothing written), `CUZK_STATUS_UNSUPPORTED` for a type the engine does not prove,
 /// `CUZK_STATUS_PARAMS` where its parameter files are missing or damaged,
 /// `CUZK_STATUS_NOT_RUNNING` without an engine. Thread-safe; allowed in a timeline callback.
 #[no_mangle]
@@ -718,6 +784,7 @@ pub extern "C" fn cuzk_engine_admission(
         if out.is_null() {
             return Err(Error::invalid_argument("out is NULL"));
         }
+        let len = sized_out(out, "cuzk_admission")?;
         let proof = engine::seal_proof_from_abi(registered_proof)?;
         let fixture = FixtureShape {
             partitions: fixture_partitions as usize,
@@ -737,8 +804,7 @@ pub extern "C" fn cuzk_engine_admission(
             free_bytes: a.free_bytes,
             job_slots: a.job_slots,
         };
-        // SAFETY: non-NULL (checked).
-        unsafe { *out = r };
+        write_sized(out, r, len);
         Ok(())
     })
 }

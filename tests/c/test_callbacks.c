@@ -190,9 +190,9 @@ static void unregister_during_shutdown(void) {
   st2 = cuzk_engine_shutdown();
   pthread_join(t, NULL);
   CHECK(st == CUZK_STATUS_OK && st2 == CUZK_STATUS_OK, "shutdowns: %d %d", st, st2);
-  cuzk_engine_report rep;
+  cuzk_engine_report rep = {.struct_size = sizeof rep};
   expect(cuzk_engine_status(&rep, &err), CUZK_STATUS_NOT_RUNNING, &err, "no engine after shutdown");
-  cuzk_admission a;
+  cuzk_admission a = {.struct_size = sizeof a};
   expect(cuzk_engine_admission(5, 0, 0, 0, &a, &err), CUZK_STATUS_NOT_RUNNING, &err, "no admission after shutdown");
 }
 
@@ -214,7 +214,7 @@ static void on_log(void *ud, const cuzk_log_record *r) {
       r->level == 3 && r->unix_us > 1600000000ull * 1000000ull) {
     atomic_fetch_add(&l->started, 1);
     /* A log callback may call into cuzk (the engine may not be published yet: NOT_RUNNING). */
-    cuzk_engine_report rep;
+    cuzk_engine_report rep = {.struct_size = sizeof rep};
     cuzk_error err = {0};
     cuzk_status st = cuzk_engine_status(&rep, &err);
     if (st == CUZK_STATUS_OK || st == CUZK_STATUS_NOT_RUNNING) atomic_fetch_add(&l->status_ok, 1);
@@ -265,6 +265,7 @@ static void admission(void) {
   cuzk_error err = {0};
   cuzk_admission a;
   memset(&a, 0, sizeof a);
+  a.struct_size = sizeof a;
   /* 5: StackedDrg2KiBV1_1, the fixture's type. */
   expect(cuzk_engine_admission(5, 0, 0, 0, &a, &err), CUZK_STATUS_OK, &err, "admission");
   CHECK(a.struct_size == sizeof a && a.admit == 1 && a.reason == CUZK_ADMIT_OK && a.partitions_per_job == 1 &&

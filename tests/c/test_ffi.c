@@ -4,8 +4,9 @@
  * Environment: CUZK_TEST_C1 (path of a 2KiB C1 output JSON), CUZK_TEST_SECTOR,
  * CUZK_TEST_MINER, optional CUZK_TEST_PARAMS (parameter directory), CUZK_TEST_PROOF_OUT (where
  * the drop-in's proof is written, for verification by `cuzk verify`).
- * Argument: "full" also proves the fixture through the drop-in; "errors" only checks errors
- * and cancellation (used by the AddressSanitizer build, to keep it short).
+ * CUZK_TEST_NO_GPU=1: the engine's only device is the CPU prover (checked).
+ * Argument: "full" also proves the fixture through the drop-in (make test-c runs it under
+ * AddressSanitizer); "errors" only checks errors and cancellation.
  */
 #define _GNU_SOURCE /* memmem */
 #include <unistd.h> /* alarm */
@@ -128,7 +129,7 @@ int main(int argc, char **argv) {
     cuzk_bytes_free(&proof); /* twice is harmless */
   }
   /* Status and metrics. */
-  cuzk_engine_report rep;
+  cuzk_engine_report rep = {.struct_size = sizeof rep};
   expect(cuzk_engine_status(NULL, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "status NULL");
   expect(cuzk_engine_status(&rep, &err), CUZK_STATUS_OK, &err, "status");
   CHECK(rep.struct_size == sizeof(rep) && rep.devices == 1 && rep.memory_budget_bytes > 0, "status report");

@@ -1,0 +1,241 @@
+/*
+ * The C ABI's promise to callers built against an older or newer header: "fields are only
+ * appended". Structs the library must not read or write past are placed at the very end of a
+ * mapped page, before a page with no access: a byte touched past them is a SIGSEGV here
+ * (AddressSanitizer, which the build also runs under, sees only this file's own accesses, not
+ * the library's).
+ *
+ * - Frozen copies of the first version of every struct that promises it. Their fields' offsets
+ *   are checked against today's header at compile time, so a field inserted or moved before a
+ *   version's end fails the build here (and in src/ffi's own offset checks).
+ * - A version-1 cuzk_config of exactly its 48 bytes, against a guard page, starts the engine:
+ *   nothing past its end is read.
+ * - cuzk_engine_status and cuzk_engine_admission write at most the caller's struct_size bytes
+ *   (a caller whose struct ends earlier gets nothing past its end), set struct_size to the bytes
+ *   written, and refuse a struct_size too small to hold anything.
+ *
+ * Environment: CUZK_TEST_PARAMS (parameter directory holding the 2KiB set, for admission).
+ */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+#include <stddef.h>
+#include <sys/mman.h>
+#include <unistd.h> /* alarm, sysconf */
+
+#include "common.h"
+
+/* --- version 1 of each struct, frozen: never edit these ------------------------------------ */
+
+struct config_v1 { /* 48 bytes on 64-bit targets */
+  uint32_t struct_size;
+  uint32_t synthesis_workers;
+  uint32_t synthesis_lookahead;
+  uint64_t memory_budget_bytes;
+  const char *params_dir;
+  uint8_t self_check;
+  uint8_t timeline_stderr;
+  const char *timeline_file;
+};
+
+struct engine_report_v1 {
+  uint32_t struct_size, devices, devices_busy, devices_out_of_service;
+  uint64_t jobs_in_flight, partitions_queued, partitions_synthesizing, partitions_ready, partitions_proving;
+  uint64_t memory_budget_bytes, memory_reserved_bytes, memory_peak_bytes;
+  uint64_t jobs_completed, jobs_failed, jobs_cancelled, params_resident, jobs_retained;
+  uint64_t partitions_cpu_retried, timeline_events_dropped;
+};
+
+struct admission_v1 {
+  uint32_t struct_size;
+  uint8_t admit;
+  uint32_t reason, partitions_per_job;
+  uint64_t partitions_fit, jobs_fit, partition_bytes, params_bytes, queued_bytes, free_bytes, job_slots;
+};
+
+struct timeline_event_v1 {
+  uint32_t struct_size, kind;
+  uint64_t t_us, job_id;
+  uint32_t partition, worker;
+  uint64_t value;
+  const char *detail;
+};
+
+struct log_record_v1 {
+  uint32_t struct_size, level;
+  uint64_t unix_us;
+  const char *target, *message;
+};
+
+#define SAME(T, V, f) _Static_assert(offsetof(T, f) == offsetof(struct V, f), #T "." #f " moved: an ABI break")
+#define LONGER(T, V) _Static_assert(sizeof(T) >= sizeof(struct V), #T " shrank: an ABI break")
+
+_Static_assert(sizeof(void *) != 8 || sizeof(struct config_v1) == 48, "config v1 is 48 bytes");
+SAME(cuzk_config, config_v1, struct_size);
+SAME(cuzk_config, config_v1, synthesis_workers);
+SAME(cuzk_config, config_v1, synthesis_lookahead);
+SAME(cuzk_config, config_v1, memory_budget_bytes);
+SAME(cuzk_config, config_v1, params_dir);
+SAME(cuzk_config, config_v1, self_check);
+SAME(cuzk_config, config_v1, timeline_stderr);
+SAME(cuzk_config, config_v1, timeline_file);
+LONGER(cuzk_config, config_v1);
+/* Version 2 begins where version 1 ended. */
+_Static_assert(offsetof(cuzk_config, job_retention_ms) == sizeof(struct config_v1), "config v2 starts at the v1 end");
+
+SAME(cuzk_engine_report, engine_report_v1, struct_size);
+SAME(cuzk_engine_report, engine_report_v1, devices);
+SAME(cuzk_engine_report, engine_report_v1, devices_busy);
+SAME(cuzk_engine_report, engine_report_v1, devices_out_of_service);
+SAME(cuzk_engine_report, engine_report_v1, jobs_in_flight);
+SAME(cuzk_engine_report, engine_report_v1, partitions_queued);
+SAME(cuzk_engine_report, engine_report_v1, partitions_synthesizing);
+SAME(cuzk_engine_report, engine_report_v1, partitions_ready);
+SAME(cuzk_engine_report, engine_report_v1, partitions_proving);
+SAME(cuzk_engine_report, engine_report_v1, memory_budget_bytes);
+SAME(cuzk_engine_report, engine_report_v1, memory_reserved_bytes);
+SAME(cuzk_engine_report, engine_report_v1, memory_peak_bytes);
+SAME(cuzk_engine_report, engine_report_v1, jobs_completed);
+SAME(cuzk_engine_report, engine_report_v1, jobs_failed);
+SAME(cuzk_engine_report, engine_report_v1, jobs_cancelled);
+SAME(cuzk_engine_report, engine_report_v1, params_resident);
+SAME(cuzk_engine_report, engine_report_v1, jobs_retained);
+SAME(cuzk_engine_report, engine_report_v1, partitions_cpu_retried);
+SAME(cuzk_engine_report, engine_report_v1, timeline_events_dropped);
+LONGER(cuzk_engine_report, engine_report_v1);
+
+SAME(cuzk_admission, admission_v1, struct_size);
+SAME(cuzk_admission, admission_v1, admit);
+SAME(cuzk_admission, admission_v1, reason);
+SAME(cuzk_admission, admission_v1, partitions_per_job);
+SAME(cuzk_admission, admission_v1, partitions_fit);
+SAME(cuzk_admission, admission_v1, jobs_fit);
+SAME(cuzk_admission, admission_v1, partition_bytes);
+SAME(cuzk_admission, admission_v1, params_bytes);
+SAME(cuzk_admission, admission_v1, queued_bytes);
+SAME(cuzk_admission, admission_v1, free_bytes);
+SAME(cuzk_admission, admission_v1, job_slots);
+LONGER(cuzk_admission, admission_v1);
+
+SAME(cuzk_timeline_event, timeline_event_v1, struct_size);
+SAME(cuzk_timeline_event, timeline_event_v1, kind);
+SAME(cuzk_timeline_event, timeline_event_v1, t_us);
+SAME(cuzk_timeline_event, timeline_event_v1, job_id);
+SAME(cuzk_timeline_event, timeline_event_v1, partition);
+SAME(cuzk_timeline_event, timeline_event_v1, worker);
+SAME(cuzk_timeline_event, timeline_event_v1, value);
+SAME(cuzk_timeline_event, timeline_event_v1, detail);
+LONGER(cuzk_timeline_event, timeline_event_v1);
+
+SAME(cuzk_log_record, log_record_v1, struct_size);
+SAME(cuzk_log_record, log_record_v1, level);
+SAME(cuzk_log_record, log_record_v1, unix_us);
+SAME(cuzk_log_record, log_record_v1, target);
+SAME(cuzk_log_record, log_record_v1, message);
+LONGER(cuzk_log_record, log_record_v1);
+
+/* --- out-structs sized by the caller ------------------------------------------------------- */
+
+typedef cuzk_status (*fill_fn)(void *out, cuzk_error *err);
+
+static cuzk_status fill_status(void *out, cuzk_error *err) { return cuzk_engine_status(out, err); }
+static cuzk_status fill_admission(void *out, cuzk_error *err) {
+  return cuzk_engine_admission(5 /* StackedDrg2KiBV1_1 */, 0, 0, 0, out, err);
+}
+
+/* `size` bytes ending exactly where a page with no access begins; release with `unguard`. */
+static void *guarded(size_t size) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  unsigned char *m = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED || mprotect(m + page, page, PROT_NONE) != 0) {
+    fprintf(stderr, "test_abi: cannot map a guard page\n");
+    exit(2);
+  }
+  return m + page - size;
+}
+
+static void unguard(void *p) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  munmap((void *)((uintptr_t)p & ~(uintptr_t)(page - 1)), 2 * page);
+}
+
+#define CANARY 0xA5
+static int untouched(const unsigned char *p, size_t from, size_t to) {
+  for (size_t i = from; i < to; i++)
+    if (p[i] != CANARY) return 0;
+  return 1;
+}
+
+/* `full`: today's sizeof; `older`: the size of a caller whose struct lacks the last field. */
+static void sized_output(const char *name, fill_fn fill, size_t full, size_t older) {
+  cuzk_error err = {0};
+  char what[128];
+  /* Exactly the older caller's bytes, then the guard page: a write past them is a SIGSEGV. */
+  fprintf(stderr, "test_abi: %s into %zu bytes before a guard page\n", name, older);
+  unsigned char *exact = guarded(older);
+  memset(exact, CANARY, older);
+  uint32_t size = (uint32_t)older;
+  memcpy(exact, &size, 4);
+  snprintf(what, sizeof what, "%s into an older caller's %zu bytes", name, older);
+  expect(fill(exact, &err), CUZK_STATUS_OK, &err, what);
+  memcpy(&size, exact, 4);
+  CHECK(size == older, "%s: struct_size %u after the call, want the %zu bytes written", name, size, older);
+  unguard(exact);
+
+  /* A larger buffer, the same struct_size: the bytes past it keep their canary. */
+  size_t room = full + 64;
+  unsigned char *buf = malloc(room);
+  memset(buf, CANARY, room);
+  memcpy(buf, &size, 4);
+  snprintf(what, sizeof what, "%s, struct_size %zu", name, older);
+  expect(fill(buf, &err), CUZK_STATUS_OK, &err, what);
+  CHECK(untouched(buf, older, room), "%s wrote past the caller's struct_size %zu", name, older);
+
+  /* A newer caller (a longer struct): today's fields, struct_size says how many bytes. */
+  memset(buf, CANARY, room);
+  size = (uint32_t)room;
+  memcpy(buf, &size, 4);
+  snprintf(what, sizeof what, "%s, a newer caller's %zu bytes", name, room);
+  expect(fill(buf, &err), CUZK_STATUS_OK, &err, what);
+  memcpy(&size, buf, 4);
+  CHECK(size == full, "%s: struct_size %u after the call, want %zu", name, size, full);
+  CHECK(untouched(buf, full, room), "%s wrote past its own struct", name);
+
+  /* A struct_size too small to hold a field (zeroed, or never set): refused. */
+  for (uint32_t bad = 0; bad < 8; bad += 4) {
+    memset(buf, CANARY, room);
+    memcpy(buf, &bad, 4);
+    snprintf(what, sizeof what, "%s, struct_size %u", name, bad);
+    expect(fill(buf, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, what);
+    CHECK(untouched(buf, 4, room), "%s wrote into a refused struct", name);
+  }
+  free(buf);
+}
+
+int main(void) {
+  alarm(300); /* watchdog: a hang ends the test (SIGALRM) instead of waiting for CI's limit */
+  cuzk_error err = {0};
+
+  /* A version-1 caller: its config is exactly 48 bytes, then the guard page. */
+  fprintf(stderr, "test_abi: start with a v1 config before a guard page\n");
+  struct config_v1 *v1 = guarded(sizeof *v1);
+  memset(v1, 0, sizeof *v1);
+  v1->struct_size = sizeof *v1;
+  v1->self_check = 1;
+  v1->params_dir = getenv("CUZK_TEST_PARAMS");
+  expect(cuzk_engine_start((const cuzk_config *)v1, &err), CUZK_STATUS_OK, &err, "start with a v1 config");
+  unguard(v1);
+
+  cuzk_engine_report rep;
+  memset(&rep, 0, sizeof rep);
+  rep.struct_size = sizeof rep;
+  expect(cuzk_engine_status(&rep, &err), CUZK_STATUS_OK, &err, "status");
+  CHECK(rep.struct_size == sizeof rep && rep.devices >= 1 && rep.memory_budget_bytes > 0, "status report");
+
+  sized_output("cuzk_engine_status", fill_status, sizeof(cuzk_engine_report),
+               offsetof(cuzk_engine_report, timeline_events_dropped));
+  sized_output("cuzk_engine_admission", fill_admission, sizeof(cuzk_admission),
+               offsetof(cuzk_admission, job_slots));
+
+  CHECK(cuzk_engine_shutdown() == CUZK_STATUS_OK, "shutdown");
+  printf("test_abi: %d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
