@@ -6,6 +6,7 @@
 #   scripts/device-bench.sh info | selftest [N] | sanitize [N] | setup FIXTURE | bench NAME FIXTURE COUNT [ARGS...]
 #                           | calls NAME FIXTURE DEVICES WIDTHS [ARGS...] | params-faults FIXTURE
 #                           | synth NAME FIXTURE CONCURRENCY REPS | go [TEST_REGEXP] | gpu-checks | gpu-mutant
+#                           | sanitize-fixed-base
 # FIXTURE: 2k (real 2KiB), p10 (10 partitions x 1 challenge), scaled (p10 with 11 layers:
 # the 32GiB-shaped scaled circuit). ARGS go to `cuzk bench batch` (e.g. -j 16 --gpu-batch 4
 # --baseline-bin fp-supraseal=.dev/fp-supraseal --baseline-jobs 1 --baseline-count 10).
@@ -41,7 +42,7 @@ case ${1:-} in
     # CPU (.dev/gpu.test: `cargo test --release --features cuda --test gpu --no-run`,
     # stripped), the Go test with CUZK_EXPECT_GPU=1 (.dev/go/cuzk-go.test). Exits non-zero
     # naming every failed check.
-    stamp gpu-checks; bad=()
+    stamp gpu-checks; bad=(); t0=$SECONDS
     $BIN selftest --constraints 65536 > "$OUT/gpu-selftest.out" 2> "$OUT/gpu-selftest.log" || bad+=(selftest)
     cat "$OUT/gpu-selftest.out"
     ok='verified: yes +same bytes as the CPU: yes'
@@ -58,8 +59,30 @@ case ${1:-} in
     CUZK_EXPECT_GPU=1 CUZK_TEST_C1=$(c1 2k) .dev/go/cuzk-go.test -test.v -test.count=1 -test.timeout 20m \
       -test.run TestCudaBuild > "$OUT/gpu-go.log" 2>&1 || bad+=("Go with CUZK_EXPECT_GPU=1")
     grep -E "^(--- |ok|FAIL|PASS)|partitions proved on" "$OUT/gpu-go.log"
+    echo "the GPU checks (make test-gpu's) took $((SECONDS - t0)) s"
+    # The rest of make test-cuda must not fail for having a GPU: its discovery takes the GPU
+    # branch (no "no usable GPU" line), and the C ABI test of the cuda library with the CPU
+    # prover (CUZK_DEVICES=cpu; .dev/test_ffi_cuda: tests/c/test_ffi.c linked with
+    # target/cuda/libcuzk.a, stripped) passes beside a GPU.
+    $BIN selftest --constraints 4096 > /dev/null 2> "$OUT/cuda-selftest.log" || bad+=("selftest 4096")
+    ! grep -q 'no usable GPU' "$OUT/cuda-selftest.log" || bad+=("discovery says no usable GPU")
+    if [[ -x .dev/test_ffi_cuda ]]; then
+      CUZK_DEVICES=cpu CUZK_TEST_C1=$(c1 2k) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$P \
+        CUZK_TEST_NO_GPU=1 .dev/test_ffi_cuda errors > "$OUT/test-ffi-cuda.log" 2>&1 || bad+=("test_ffi (cuda library, CUZK_DEVICES=cpu)")
+      tail -1 "$OUT/test-ffi-cuda.log"
+    else bad+=("no .dev/test_ffi_cuda carried"); fi
     if (( ${#bad[@]} )); then printf 'GPU CHECK FAILED: %s\n' "${bad[@]}" >&2; exit 1; fi
-    echo "every GPU check passed" ;;
+    echo "every GPU check passed ($((SECONDS - t0)) s)" ;;
+  sanitize-fixed-base)
+    # compute-sanitizer's memcheck over the fixed-base kernel's test (parameter generation's
+    # points on the GPU), with a deadline.
+    stamp sanitize-fixed-base
+    CUZK_TEST_GPU=1 timeout 300 compute-sanitizer --tool memcheck .dev/gpu.test \
+      the_gpus_fixed_base_multiplication_writes_the_cpus_bytes > "$OUT/sanitize-fixed-base.log" 2>&1
+    rc=$?; echo "compute-sanitizer memcheck (fixed base): exit $rc"
+    sum=$(grep -E "ERROR SUMMARY" "$OUT/sanitize-fixed-base.log" | tail -1); echo "$sum"
+    grep -E "^test |test result" "$OUT/sanitize-fixed-base.log"
+    [[ $rc = 0 && $sum == *" 0 errors"* ]] || { tail -30 "$OUT/sanitize-fixed-base.log"; exit 1; } ;;
   gpu-mutant)
     # The kernels' tests must fail against a kernel that returns a wrong point:
     # .dev/gpu-mutant.test is tests/gpu.rs built with kernels/groth16.cu mutated (see

@@ -254,6 +254,7 @@ case ${1:-} in
     $D info
     $D setup 2k
     $D gpu-checks
+    $D sanitize-fixed-base
     [[ -x .dev/gpu-mutant.test ]] && $D gpu-mutant
     ;;
   h200-go)
