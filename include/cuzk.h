@@ -55,11 +55,6 @@
 #define CUZK_ADMIT_MAX_JOBS 2
 
 /**
- * Records waiting for the sink beyond which new ones are dropped.
- */
-#define QUEUE_LIMIT 100000
-
-/**
  * Status code of every fallible cuzk operation. The numbers are part of the C ABI
  * (`cuzk_status`): never renumber, only append.
  */
@@ -172,22 +167,56 @@ typedef int32_t cuzk_job_state;
 #endif // __cplusplus
 
 /**
- * Event kinds. The numbers are part of the C ABI: never renumber, only append.
+ * Event kinds. The numbers are part of the C ABI: never renumber, only append. The `GPU_*`
+ * events are the prover stage's, whatever proves: a GPU (detail `cuda:N`), the CPU prover
+ * (`cpu`) or a partition's CPU retry (`cpu-retry`).
  */
 enum cuzk_event_kind
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
   : uint32_t
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
+  /**
+   * A job was accepted (job-level; value: its partitions; detail: its proof type).
+   */
   CUZK_EVENT_KIND_JOB_QUEUED = 0,
+  /**
+   * A synthesis worker took a partition (value: the bytes it reserved).
+   */
   CUZK_EVENT_KIND_SYNTH_START = 1,
+  /**
+   * A partition's synthesis ended (value: milliseconds; detail: the path that ran, or
+   * `aborted` when its job ended first).
+   */
   CUZK_EVENT_KIND_SYNTH_END = 2,
+  /**
+   * The synthesized partition was handed to the prover stage.
+   */
   CUZK_EVENT_KIND_CHAN_SEND = 3,
+  /**
+   * A prover worker took the partition (detail: the device).
+   */
   CUZK_EVENT_KIND_GPU_PICKUP = 4,
+  /**
+   * Proving began (detail: the device, or `cpu-retry`).
+   */
   CUZK_EVENT_KIND_GPU_START = 5,
+  /**
+   * Proving ended (value: milliseconds; detail: the device, or `failed` /
+   * `failed;retry=cpu` when it failed).
+   */
   CUZK_EVENT_KIND_GPU_END = 6,
+  /**
+   * The job finished with a proof (job-level; value: milliseconds since it was queued).
+   */
   CUZK_EVENT_KIND_JOB_DONE = 7,
+  /**
+   * The job failed (job-level; value: milliseconds since it was queued; detail: the error).
+   */
   CUZK_EVENT_KIND_JOB_FAILED = 8,
+  /**
+   * The job was cancelled (job-level; value: milliseconds since it was queued).
+   */
   CUZK_EVENT_KIND_JOB_CANCELLED = 9,
 };
 #ifndef __cplusplus
@@ -197,6 +226,101 @@ typedef enum cuzk_event_kind cuzk_event_kind;
 typedef uint32_t cuzk_event_kind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * A log record, valid only during the callback.
+ */
+typedef struct cuzk_log_record {
+  /**
+   * `sizeof(cuzk_log_record)`: fields are only appended.
+   */
+  uint32_t struct_size;
+  /**
+   * 1 ERROR, 2 WARN, 3 INFO, 4 DEBUG, 5 TRACE.
+   */
+  uint32_t level;
+  /**
+   * Microseconds since the Unix epoch when it was logged.
+   */
+  uint64_t unix_us;
+  /**
+   * NUL-terminated module path or target ("cuzk::engine", "bellperson::groth16::prover").
+   */
+  const char *target;
+  /**
+   * NUL-terminated UTF-8 message.
+   */
+  const char *message;
+} cuzk_log_record;
+
+/**
+ * Log callback: `userdata` first. Called by one library thread (`cuzk-log`), one record at a
+ * time and in order; never by the thread that logged, never with an engine lock held. It may
+ * call any cuzk function, `cuzk_log_set_callback` included. Records beyond 100,000 waiting are
+ * dropped (counted in the metrics' `cuzk_log_records_dropped_total`). It must not throw (C++).
+ */
+typedef void (*cuzk_log_cb)(void *userdata, const struct cuzk_log_record *rec);
+
+/**
+ * An error: its status and a NUL-terminated UTF-8 message owned by the caller (free with
+ * `cuzk_error_free`). Zeroed (`{0, NULL}`) means no error. Pass it zeroed, or holding an
+ * earlier error from cuzk (whose message is then freed when it is overwritten).
+ */
+typedef struct cuzk_error {
+  cuzk_status status;
+  char *message;
+} cuzk_error;
+
+/**
+ * A timeline event, valid only during the callback.
+ */
+typedef struct cuzk_timeline_event {
+  /**
+   * `sizeof(cuzk_timeline_event)`: fields are only appended.
+   */
+  uint32_t struct_size;
+  /**
+   * Event kind, a `cuzk_event_kind` value: 0 JOB_QUEUED, 1 SYNTH_START, 2 SYNTH_END, 3 CHAN_SEND, 4 GPU_PICKUP,
+   * 5 GPU_START, 6 GPU_END, 7 JOB_DONE, 8 JOB_FAILED, 9 JOB_CANCELLED.
+   */
+  uint32_t kind;
+  /**
+   * Microseconds since engine start (monotonic).
+   */
+  uint64_t t_us;
+  uint64_t job_id;
+  /**
+   * Partition index; `CUZK_NO_PARTITION` for job-level events.
+   */
+  uint32_t partition;
+  /**
+   * Synthesis worker (SYNTH_*) or device worker (GPU_*) index.
+   */
+  uint32_t worker;
+  /**
+   * Bytes reserved (SYNTH_START), milliseconds (SYNTH_END, GPU_END, JOB_*), partitions
+   * (JOB_QUEUED), else 0.
+   */
+  uint64_t value;
+  /**
+   * NUL-terminated detail text (device name, error), borrowed for the callback only.
+   */
+  const char *detail;
+} cuzk_timeline_event;
+
+/**
+ * Timeline callback: `userdata` first. Called by the engine's one timeline thread, one event
+ * at a time, in order; never by a worker, never with an engine lock held. It should return
+ * quickly (events queue up behind it; past about a million waiting, new ones are dropped and
+ * counted). From inside it a callback may call `cuzk_timeline_register`,
+ * `cuzk_timeline_unregister` (its own handle or another's: returns at once, and the callback
+ * is not called again), `cuzk_submit`, `cuzk_cancel`, `cuzk_poll`, `cuzk_await` with a zero
+ * timeout, `cuzk_engine_status`, `cuzk_engine_metrics`, `cuzk_engine_admission`,
+ * `cuzk_device_set_enabled`, `cuzk_log_set_callback` and
+ * `cuzk_verify_seal`; `cuzk_engine_start`, `cuzk_engine_shutdown`, `cuzk_seal_commit_phase2`
+ * and a waiting `cuzk_await` answer `CUZK_STATUS_IN_CALLBACK`. It must not throw (C++).
+ */
+typedef void (*cuzk_timeline_cb)(void *userdata, const struct cuzk_timeline_event *ev);
 
 /**
  * Engine configuration. Initialize with `cuzk_config_default`, then change fields. Fields are
@@ -291,16 +415,6 @@ typedef struct cuzk_job_request {
    */
   uint32_t fixture_layers;
 } cuzk_job_request;
-
-/**
- * An error: its status and a NUL-terminated UTF-8 message owned by the caller (free with
- * `cuzk_error_free`). Zeroed (`{0, NULL}`) means no error. Pass it zeroed, or holding an
- * earlier error from cuzk (whose message is then freed when it is overwritten).
- */
-typedef struct cuzk_error {
-  cuzk_status status;
-  char *message;
-} cuzk_error;
 
 /**
  * Bytes owned by the caller after a successful call; free with `cuzk_bytes_free`.
@@ -420,94 +534,45 @@ typedef struct cuzk_admission {
   uint64_t job_slots;
 } cuzk_admission;
 
-/**
- * A log record, valid only during the callback.
- */
-typedef struct cuzk_log_record {
-  /**
-   * `sizeof(cuzk_log_record)`: fields are only appended.
-   */
-  uint32_t struct_size;
-  /**
-   * 1 ERROR, 2 WARN, 3 INFO, 4 DEBUG, 5 TRACE.
-   */
-  uint32_t level;
-  /**
-   * Microseconds since the Unix epoch when it was logged.
-   */
-  uint64_t unix_us;
-  /**
-   * NUL-terminated module path or target ("cuzk::engine", "bellperson::groth16::prover").
-   */
-  const char *target;
-  /**
-   * NUL-terminated UTF-8 message.
-   */
-  const char *message;
-} cuzk_log_record;
-
-/**
- * Log callback: `userdata` first. Called by one library thread (`cuzk-log`), one record at a
- * time and in order; never by the thread that logged, never with an engine lock held. It may
- * call any cuzk function, `cuzk_log_set_callback` included. Records beyond 100,000 waiting are
- * dropped (counted in the metrics' `cuzk_log_records_dropped_total`). It must not throw (C++).
- */
-typedef void (*cuzk_log_cb)(void *userdata, const struct cuzk_log_record *rec);
-
-/**
- * A timeline event, valid only during the callback.
- */
-typedef struct cuzk_timeline_event {
-  /**
-   * `sizeof(cuzk_timeline_event)`: fields are only appended.
-   */
-  uint32_t struct_size;
-  /**
-   * Event kind, a `cuzk_event_kind` value: 0 JOB_QUEUED, 1 SYNTH_START, 2 SYNTH_END, 3 CHAN_SEND, 4 GPU_PICKUP,
-   * 5 GPU_START, 6 GPU_END, 7 JOB_DONE, 8 JOB_FAILED, 9 JOB_CANCELLED.
-   */
-  uint32_t kind;
-  /**
-   * Microseconds since engine start (monotonic).
-   */
-  uint64_t t_us;
-  uint64_t job_id;
-  /**
-   * Partition index; `CUZK_NO_PARTITION` for job-level events.
-   */
-  uint32_t partition;
-  /**
-   * Synthesis worker (SYNTH_*) or device worker (GPU_*) index.
-   */
-  uint32_t worker;
-  /**
-   * Bytes reserved (SYNTH_START), milliseconds (SYNTH_END, GPU_END, JOB_*), partitions
-   * (JOB_QUEUED), else 0.
-   */
-  uint64_t value;
-  /**
-   * NUL-terminated detail text (device name, error), borrowed for the callback only.
-   */
-  const char *detail;
-} cuzk_timeline_event;
-
-/**
- * Timeline callback: `userdata` first. Called by the engine's one timeline thread, one event
- * at a time, in order; never by a worker, never with an engine lock held. It should return
- * quickly (events queue up behind it; past about a million waiting, new ones are dropped and
- * counted). From inside it a callback may call `cuzk_timeline_register`,
- * `cuzk_timeline_unregister` (its own handle or another's: returns at once, and the callback
- * is not called again), `cuzk_submit`, `cuzk_cancel`, `cuzk_poll`, `cuzk_await` with a zero
- * timeout, `cuzk_engine_status`, `cuzk_engine_metrics`, `cuzk_engine_admission`,
- * `cuzk_device_set_enabled`, `cuzk_log_set_callback` and
- * `cuzk_verify_seal`; `cuzk_engine_start`, `cuzk_engine_shutdown`, `cuzk_seal_commit_phase2`
- * and a waiting `cuzk_await` answer `CUZK_STATUS_IN_CALLBACK`. It must not throw (C++).
- */
-typedef void (*cuzk_timeline_cb)(void *userdata, const struct cuzk_timeline_event *ev);
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Sends the library's log records (its own and those of the proving crates inside it) to `cb`
+ * instead of stderr; `cb` NULL goes back to stderr. `RUST_LOG` filters them as always; where it
+ * is not set, `max_level` (1 ERROR ... 5 TRACE; 0: WARN) is the most verbose level passed on.
+ * From outside the callback: the records logged before the call are delivered first (to the
+ * old callback, waiting at most five seconds for it), and once this returns the old callback is
+ * not running and is never called again, so its userdata may be freed. From inside the
+ * callback: returns at once, and the old callback is not called after its running call.
+ * `CUZK_STATUS_UNSUPPORTED` where the process already had a Rust logger when cuzk was first
+ * called (then records go to that logger). Thread-safe.
+ */
+cuzk_status cuzk_log_set_callback(cuzk_log_cb cb,
+                                  void *userdata,
+                                  uint32_t max_level,
+                                  struct cuzk_error *err_out);
+
+/**
+ * Registers a timeline callback on the running engine; writes a handle (unique for the life
+ * of the process) for `cuzk_timeline_unregister`. The callback sees every event recorded after
+ * this returns. `cb` and `userdata` must stay valid until `cuzk_timeline_unregister` returns
+ * (or the engine's shutdown has returned). See `cuzk_timeline_cb` for what it may call.
+ */
+cuzk_status cuzk_timeline_register(cuzk_timeline_cb cb,
+                                   void *userdata,
+                                   uint64_t *handle_out,
+                                   struct cuzk_error *err_out);
+
+/**
+ * Unregisters a timeline callback. From outside a callback: the events recorded before the
+ * call are delivered first, and when it returns the callback is not running and will never be
+ * called again, so its userdata may be freed; this holds during a shutdown too. From inside a
+ * callback: returns at once, and the callback is not called again after the running call
+ * returns. Unknown handles (or no engine) are not an error.
+ */
+cuzk_status cuzk_timeline_unregister(uint64_t handle);
 
 /**
  * Fills `*out` with the default configuration. NULL is ignored.
@@ -518,22 +583,6 @@ void cuzk_config_default(struct cuzk_config *out);
  * Fills `*out` with an empty request (priority 0, real shape). NULL is ignored.
  */
 void cuzk_job_request_default(struct cuzk_job_request *out);
-
-/**
- * Starts the process-wide engine. `cfg` NULL means defaults. Starting again with the same
- * configuration is OK; with another, `CUZK_STATUS_ALREADY_RUNNING`. While an engine shuts
- * down, waits for it to finish, then starts a new one.
- */
-cuzk_status cuzk_engine_start(const struct cuzk_config *cfg, struct cuzk_error *err_out);
-
-/**
- * Shuts the engine down and blocks until its threads have stopped: every unfinished job ends
- * with `CUZK_STATUS_NOT_RUNNING` (blocked awaits return), queued partitions are dropped,
- * synthesis in progress is abandoned, partitions on a GPU finish their call, the timeline
- * delivers what it holds, and parameters are released. Idempotent; a concurrent second call
- * blocks until the first is done. `CUZK_STATUS_IN_CALLBACK` from a timeline callback.
- */
-cuzk_status cuzk_engine_shutdown(void);
 
 /**
  * Drop-in for filecoin-ffi's `seal_commit_phase2`: proves a C1 output for `sector_id` and the
@@ -610,6 +659,33 @@ cuzk_status cuzk_verify_seal(const uint8_t *c1_ptr,
                              struct cuzk_error *err_out);
 
 /**
+ * Starts the process-wide engine. `cfg` NULL means defaults. Starting again with the same
+ * configuration is OK; with another, `CUZK_STATUS_ALREADY_RUNNING`. While an engine shuts
+ * down, waits for it to finish, then starts a new one.
+ */
+cuzk_status cuzk_engine_start(const struct cuzk_config *cfg, struct cuzk_error *err_out);
+
+/**
+ * Shuts the engine down and blocks until its threads have stopped: every unfinished job ends
+ * with `CUZK_STATUS_NOT_RUNNING` (blocked awaits return), queued partitions are dropped,
+ * synthesis in progress is abandoned, partitions on a GPU finish their call, the timeline
+ * delivers what it holds, and parameters are released. Idempotent; a concurrent second call
+ * blocks until the first is done. `CUZK_STATUS_IN_CALLBACK` from a timeline callback.
+ */
+cuzk_status cuzk_engine_shutdown(void);
+
+/**
+ * Frees bytes returned by cuzk and zeroes `*b`. NULL and zeroed values are fine; freeing
+ * twice through the same `cuzk_bytes` is therefore harmless.
+ */
+void cuzk_bytes_free(struct cuzk_bytes *b);
+
+/**
+ * Frees an error's message and zeroes `*e`. NULL and zeroed values are fine.
+ */
+void cuzk_error_free(struct cuzk_error *e);
+
+/**
  * Writes a snapshot of the running engine to `*out`, whose `struct_size` the caller sets
  * first (see `cuzk_engine_report`). `CUZK_STATUS_INVALID_ARGUMENT` for a NULL `out` or a
  * `struct_size` below 8 (nothing written), `CUZK_STATUS_NOT_RUNNING` without an engine.
@@ -645,53 +721,6 @@ cuzk_status cuzk_engine_admission(int64_t registered_proof,
                                   uint32_t fixture_layers,
                                   struct cuzk_admission *out,
                                   struct cuzk_error *err_out);
-
-/**
- * Sends the library's log records (its own and those of the proving crates inside it) to `cb`
- * instead of stderr; `cb` NULL goes back to stderr. `RUST_LOG` filters them as always; where it
- * is not set, `max_level` (1 ERROR ... 5 TRACE; 0: WARN) is the most verbose level passed on.
- * From outside the callback: the records logged before the call are delivered first (to the
- * old callback, waiting at most five seconds for it), and once this returns the old callback is
- * not running and is never called again, so its userdata may be freed. From inside the
- * callback: returns at once, and the old callback is not called after its running call.
- * `CUZK_STATUS_UNSUPPORTED` where the process already had a Rust logger when cuzk was first
- * called (then records go to that logger). Thread-safe.
- */
-cuzk_status cuzk_log_set_callback(cuzk_log_cb cb,
-                                  void *userdata,
-                                  uint32_t max_level,
-                                  struct cuzk_error *err_out);
-
-/**
- * Registers a timeline callback on the running engine; writes a handle (unique for the life
- * of the process) for `cuzk_timeline_unregister`. The callback sees every event recorded after
- * this returns. `cb` and `userdata` must stay valid until `cuzk_timeline_unregister` returns
- * (or the engine's shutdown has returned). See `cuzk_timeline_cb` for what it may call.
- */
-cuzk_status cuzk_timeline_register(cuzk_timeline_cb cb,
-                                   void *userdata,
-                                   uint64_t *handle_out,
-                                   struct cuzk_error *err_out);
-
-/**
- * Unregisters a timeline callback. From outside a callback: the events recorded before the
- * call are delivered first, and when it returns the callback is not running and will never be
- * called again, so its userdata may be freed; this holds during a shutdown too. From inside a
- * callback: returns at once, and the callback is not called again after the running call
- * returns. Unknown handles (or no engine) are not an error.
- */
-cuzk_status cuzk_timeline_unregister(uint64_t handle);
-
-/**
- * Frees bytes returned by cuzk and zeroes `*b`. NULL and zeroed values are fine; freeing
- * twice through the same `cuzk_bytes` is therefore harmless.
- */
-void cuzk_bytes_free(struct cuzk_bytes *b);
-
-/**
- * Frees an error's message and zeroes `*e`. NULL and zeroed values are fine.
- */
-void cuzk_error_free(struct cuzk_error *e);
 
 /**
  * Static name of a status ("OK", "INVALID_INPUT", ...); "UNKNOWN" for other values.

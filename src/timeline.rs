@@ -33,20 +33,34 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
 
-/// Event kinds. The numbers are part of the C ABI: never renumber, only append.
+/// Event kinds. The numbers are part of the C ABI: never renumber, only append. The `GPU_*`
+/// events are the prover stage's, whatever proves: a GPU (detail `cuda:N`), the CPU prover
+/// (`cpu`) or a partition's CPU retry (`cpu-retry`).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum EventKind {
+    /// A job was accepted (job-level; value: its partitions; detail: its proof type).
     JobQueued = 0,
+    /// A synthesis worker took a partition (value: the bytes it reserved).
     SynthStart = 1,
+    /// A partition's synthesis ended (value: milliseconds; detail: the path that ran, or
+    /// `aborted` when its job ended first).
     SynthEnd = 2,
+    /// The synthesized partition was handed to the prover stage.
     ChanSend = 3,
+    /// A prover worker took the partition (detail: the device).
     GpuPickup = 4,
+    /// Proving began (detail: the device, or `cpu-retry`).
     GpuStart = 5,
+    /// Proving ended (value: milliseconds; detail: the device, or `failed` /
+    /// `failed;retry=cpu` when it failed).
     GpuEnd = 6,
+    /// The job finished with a proof (job-level; value: milliseconds since it was queued).
     JobDone = 7,
+    /// The job failed (job-level; value: milliseconds since it was queued; detail: the error).
     JobFailed = 8,
+    /// The job was cancelled (job-level; value: milliseconds since it was queued).
     JobCancelled = 9,
 }
 
@@ -85,7 +99,8 @@ impl EventKind {
     }
 }
 
-/// Partition value of job-level events.
+/// Partition value of job-level events (in the C ABI: `CUZK_NO_PARTITION`).
+/// cbindgen:ignore
 pub const NO_PARTITION: u32 = u32::MAX;
 
 /// One timeline event.

@@ -1,0 +1,186 @@
+//! The boundary every export goes through: panics caught, errors written to the caller's
+//! `cuzk_error`, the caller's pointers checked before any work and written once, on success.
+
+use std::ffi::{c_char, CStr, CString, OsStr};
+use std::path::PathBuf;
+
+use super::memory::cuzk_error;
+use crate::error::{Error, Result, Status};
+
+/// `s` as a C string: an interior NUL (which C would read as the end) becomes a space.
+pub(super) fn c_text(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).unwrap_or_default()
+}
+
+fn write_error(err_out: *mut cuzk_error, e: &Error) {
+    if err_out.is_null() {
+        return;
+    }
+    let msg = c_text(&e.message);
+    // SAFETY: the caller passes a valid, writable cuzk_error that is zeroed or holds an error
+    // from cuzk (documented); NULL checked above. Its old message came from CString::into_raw.
+    unsafe {
+        let old = (*err_out).message;
+        if !old.is_null() {
+            drop(CString::from_raw(old));
+        }
+        *err_out = cuzk_error {
+            status: e.status,
+            message: msg.into_raw(),
+        };
+    }
+}
+
+/// Runs `f` behind the panic boundary; writes `err_out` on failure. Every export that returns a
+/// status goes through this; the others through [`quiet`].
+pub(super) fn boundary(err_out: *mut cuzk_error, f: impl FnOnce() -> Result<()>) -> Status {
+    // A C or Go host has no Rust logger: the library's own takes the records (`RUST_LOG`).
+    crate::logging::install();
+    match crate::error::catch("cuzk", Status::Panic, f) {
+        Ok(()) => Status::Ok,
+        Err(e) => {
+            write_error(err_out, &e);
+            e.status
+        }
+    }
+}
+
+/// The boundary of an export with no status to return (the `_default` fillers, the frees, the
+/// names): a panic is logged and `fallback` returned instead of unwinding into the caller.
+pub(super) fn quiet<T>(what: &str, fallback: T, f: impl FnOnce() -> T) -> T {
+    match crate::error::catch(what, Status::Panic, || Ok(f())) {
+        Ok(v) => v,
+        Err(e) => {
+            log::error!("{e}");
+            fallback
+        }
+    }
+}
+
+/// A caller's out-pointer, checked non-NULL before any work is done and written once, on
+/// success (outputs are written only on success).
+pub(super) struct Out<T>(*mut T);
+
+impl<T> Out<T> {
+    /// `p` as an out-pointer; NULL is an argument error naming `what`.
+    pub(super) fn new(p: *mut T, what: &str) -> Result<Self> {
+        if p.is_null() {
+            return Err(Error::invalid_argument(format!("{what} is NULL")));
+        }
+        Ok(Out(p))
+    }
+
+    /// Writes `v` (without dropping what the caller's memory held: it is the caller's).
+    pub(super) fn write(self, v: T) {
+        // SAFETY: non-NULL (checked in `new`); the caller passes a valid, writable, aligned `T`
+        // for the duration of the call (documented per function).
+        unsafe { self.0.write(v) }
+    }
+}
+
+/// A caller's out-struct whose first field is `struct_size` (u32), set by the caller to
+/// `sizeof` the struct as its header declares it. The library writes at most that many bytes,
+/// at most its own struct: a caller built against an older header (a shorter struct) gets the
+/// fields it knows and nothing past them.
+pub(super) struct SizedOut<T> {
+    out: Out<T>,
+    len: usize,
+}
+
+impl<T> SizedOut<T> {
+    /// NULL, or a `struct_size` too small to hold a field (0: never set): an argument error
+    /// naming the struct, nothing written.
+    pub(super) fn new(p: *mut T, name: &str) -> Result<Self> {
+        const { assert!(std::mem::align_of::<T>() >= std::mem::align_of::<u32>()) };
+        let out = Out::new(p, "out")?;
+        // SAFETY: non-NULL and aligned for T, whose first field is the u32 `struct_size`
+        // (pinned per struct in layout.rs).
+        let size = unsafe { (p as *const u32).read() } as usize;
+        if size < 8 {
+            return Err(Error::invalid_argument(format!(
+                "{name}.struct_size is {size}: set it to sizeof({name}) before the call"
+            )));
+        }
+        Ok(SizedOut {
+            out,
+            len: size.min(std::mem::size_of::<T>()),
+        })
+    }
+
+    /// Writes the first bytes of `value` that the caller's struct holds and sets its
+    /// `struct_size` to their count, so a caller built against a newer header sees which
+    /// fields are filled.
+    pub(super) fn write(self, value: T) {
+        let p = self.out.0;
+        // SAFETY: `p` is non-NULL, aligned, and the caller's struct holds `len` bytes (its own
+        // struct_size); `value` is a whole T, so its first `len` bytes are readable (padding is
+        // copied as bytes, never read as a value).
+        unsafe {
+            std::ptr::copy_nonoverlapping(&value as *const T as *const u8, p as *mut u8, self.len);
+            (p as *mut u32).write(self.len as u32);
+        }
+    }
+}
+
+/// A caller's buffer as a slice, after the checks `slice::from_raw_parts` needs.
+pub(super) fn bytes_in<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
+    if ptr.is_null() {
+        return Err(Error::invalid_argument(format!("{what} is NULL")));
+    }
+    if len > isize::MAX as usize {
+        return Err(Error::invalid_argument(format!(
+            "{what}: length {len} is above PTRDIFF_MAX"
+        )));
+    }
+    // SAFETY: the caller guarantees `ptr` points to `len` readable bytes for the call; the
+    // length fits an allocation.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// A caller's 32-byte id (`prover_id`), copied; NULL is an argument error naming `what`.
+pub(super) fn id_in(p: *const [u8; 32], what: &str) -> Result<[u8; 32]> {
+    if p.is_null() {
+        return Err(Error::invalid_argument(format!("{what} is NULL")));
+    }
+    // SAFETY: non-NULL, 32 readable bytes (documented).
+    Ok(unsafe { *p })
+}
+
+/// A NUL-terminated path of any encoding (Unix paths are bytes).
+pub(super) fn path_in(p: *const c_char) -> Option<PathBuf> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-NULL, NUL-terminated (documented).
+    let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
+    #[cfg(unix)]
+    let os: &OsStr = std::os::unix::ffi::OsStrExt::from_bytes(bytes);
+    #[cfg(not(unix))]
+    let os: &OsStr = OsStr::new(std::str::from_utf8(bytes).unwrap_or_default());
+    Some(PathBuf::from(os))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_above_ptrdiff_max_are_argument_errors() {
+        let b = [0u8; 1];
+        let e = bytes_in(b.as_ptr(), usize::MAX, "c1").unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument);
+        assert!(bytes_in(b.as_ptr(), 1, "c1").is_ok());
+    }
+
+    #[test]
+    fn a_panic_behind_either_boundary_becomes_a_status_or_the_fallback() {
+        let mut err = cuzk_error {
+            status: Status::Ok,
+            message: std::ptr::null_mut(),
+        };
+        assert_eq!(boundary(&mut err, || panic!("boom")), Status::Panic);
+        assert_eq!(err.status, Status::Panic);
+        super::super::cuzk_error_free(&mut err);
+        assert_eq!(quiet("t", 7, || -> i32 { panic!("boom") }), 7);
+    }
+}
