@@ -3,7 +3,8 @@
 #include "_cgo_export.h"
 
 // C trampoline: the library calls this from its worker threads; it forwards to Go with the
-// cgo.Handle that was registered as userdata.
+// key that was registered as userdata (an integer into timeline.go's callback table, never a
+// Go pointer).
 static void cuzkGoTimelineTrampoline(void *userdata, const cuzk_timeline_event *ev) {
   goCuzkTimeline((uintptr_t)userdata, (cuzk_timeline_event *)ev);
 }

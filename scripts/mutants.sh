@@ -45,20 +45,20 @@ add self-check-says-yes src/engine/dispatch.rs \
   '        if !ok {' \
   '        if false && !ok {' \
   'timeout 900 cargo test --release --locked --test e2e_2kib self_check_catches_a_wrong_proof'
-add config-field-in-v1-padding src/ffi/mod.rs \
+add config-field-in-v1-padding src/ffi/config.rs \
   '    pub synthesis_lookahead: u32,
 ' \
   '    pub synthesis_lookahead: u32,
     pub inserted_into_padding: u32,
 ' \
   'cargo build --release --locked'
-add config-read-past-caller src/ffi/mod.rs \
+add config-read-past-caller src/ffi/config.rs \
   'std::mem::size_of_val(&$default) <= size {' \
   'std::mem::size_of_val(&$default) <= std::mem::size_of::<cuzk_config>() {' \
   test_abi
-add out-struct-written-whole src/ffi/mod.rs \
-  '        std::ptr::copy_nonoverlapping(&value as *const T as *const u8, out as *mut u8, len);' \
-  '        std::ptr::copy_nonoverlapping(&value as *const T as *const u8, out as *mut u8, std::mem::size_of::<T>());' \
+add out-struct-written-whole src/ffi/boundary.rs \
+  'p as *mut u8, self.len);' \
+  'p as *mut u8, std::mem::size_of::<T>());' \
   test_abi
 add reservation-never-released src/budget.rs \
   '            st.used -= self.bytes;

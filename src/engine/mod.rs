@@ -12,7 +12,8 @@
 //! Modules by concern: [`config`] (settings, every environment variable), `jobs` (the job
 //! table), `synth` (synthesis workers), `dispatch` (prover workers, CPU retries, assembly),
 //! `health` (devices in and out of service), `status` (snapshots, Prometheus), `global` (the
-//! process singleton), `backends` (which provers), `queue` (the priority queues).
+//! process singleton), `backends` (which provers), `queue` (the priority queues), `admission`
+//! (could one more job start now, for a scheduler).
 //!
 //! Threads: every worker loop catches panics and fails only the job it was working on. User
 //! callbacks never run on these threads (see [`crate::timeline`]).
