@@ -17,8 +17,10 @@ use ff::Field;
 use rand::rngs::OsRng;
 
 use super::{
+    finish::finish,
+    handoff::{release_retries_of, ProveItem, RetryItem, Work},
     health,
-    jobs::{finish, ms, Job, JobOutput, PartitionReport},
+    jobs::{ms, Job, JobOutput, PartitionReport},
     synth, Inner,
 };
 use crate::{
@@ -29,35 +31,6 @@ use crate::{
     prover::{ProverBackend, ProvingAssignment, StageTimes},
     timeline::EventKind,
 };
-
-/// What synthesis hands a prover for one partition.
-pub(super) enum Work {
-    /// a, b, c and the assignment, computed on the host.
-    Assignment(ProvingAssignment),
-    /// The witness under the circuit's recording, for provers that compute a, b and c
-    /// themselves (`ProverBackend::proves_witness`).
-    Witness(Arc<pce::Held>, pce::Witness),
-}
-
-/// A synthesized partition waiting for a prover; holds its reserved memory.
-pub(super) struct ProveItem {
-    pub(super) job: Arc<Job>,
-    pub(super) partition: usize,
-    pub(super) srs: Arc<Srs>,
-    pub(super) work: Work,
-    pub(super) reservation: Reservation,
-    pub(super) synth_end: Instant,
-}
-
-/// A partition a GPU failed on, waiting for the CPU.
-pub(super) struct RetryItem {
-    pub(super) item: ProveItem,
-    /// Where it failed, and when its first prover picked it up.
-    slot: usize,
-    pickup: Instant,
-    r: Fr,
-    s: Fr,
-}
 
 pub(super) fn prove_worker(inner: &Arc<Inner>, d: usize) {
     let backend = &inner.backends[d];
@@ -339,15 +312,6 @@ fn emit(inner: &Inner, kind: EventKind, job: &Job, k: usize, slot: usize, ms: f6
     inner
         .timeline
         .emit(kind, job.id, k as u32, slot as u32, ms as u64, detail);
-}
-
-/// Takes a finished job's partitions out of the retry queue (their memory goes back now).
-pub(super) fn release_retries_of(inner: &Inner, job: u64) {
-    for it in inner.retry_q.remove_if(|it| it.item.job.id == job) {
-        inner
-            .retry_held
-            .fetch_sub(it.item.reservation.bytes(), Ordering::AcqRel);
-    }
 }
 
 /// The CPU retry worker: proves, one at a time, the partitions a GPU failed on.

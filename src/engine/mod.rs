@@ -10,10 +10,12 @@
 //! ```
 //!
 //! Modules by concern: [`config`] (settings, every environment variable), `jobs` (the job
-//! table), `synth` (synthesis workers), `dispatch` (prover workers, CPU retries, assembly),
-//! `health` (devices in and out of service), `status` (snapshots, Prometheus), `global` (the
-//! process singleton), `backends` (which provers), `queue` (the priority queues), `admission`
-//! (could one more job start now, for a scheduler).
+//! table), `handoff` (the work items the stages pass on, and their release), `finish` (a job's
+//! end, from any stage), `synth` (synthesis workers), `dispatch` (prover workers, CPU retries,
+//! assembly), `health` (devices in and out of service), `status` (snapshots, Prometheus),
+//! `global` (the process singleton), `backends` (which provers), `queue` (the priority queues),
+//! `admission` (could one more job start now, for a scheduler). The stages import their work
+//! items from `handoff` and end jobs through `finish`, never each other's files.
 //!
 //! Threads: every worker loop catches panics and fails only the job it was working on. User
 //! callbacks never run on these threads (see [`crate::timeline`]).
@@ -22,7 +24,9 @@ mod admission;
 mod backends;
 mod config;
 mod dispatch;
+mod finish;
 mod global;
+mod handoff;
 mod health;
 mod jobs;
 pub mod queue;
@@ -57,12 +61,14 @@ pub use self::{
     status::EngineStatus,
 };
 use self::{
-    dispatch::{prove_worker, retry_worker, ProveItem, RetryItem},
+    dispatch::{prove_worker, retry_worker},
+    finish::finish,
+    handoff::{ProveItem, RetryItem, SynthItem},
     health::Probe,
-    jobs::{finish, Job, JobTable},
+    jobs::{Job, JobTable},
     queue::PriorityQueue,
     status::Counters,
-    synth::{prepare_backends, synth_worker, SynthItem},
+    synth::{prepare_backends, synth_worker},
 };
 use crate::{
     budget::Budget,

@@ -9,8 +9,9 @@ use std::{
 
 use super::SynthesisMode;
 use super::{
-    dispatch::{ProveItem, Work},
-    jobs::{finish, ms, Job},
+    finish::finish,
+    handoff::{ProveItem, SynthItem, Work},
+    jobs::{ms, Job},
     queue::Key,
     Inner,
 };
@@ -153,11 +154,6 @@ pub(super) fn host_assignment(
                 .map(|a| (a, "full;pce-rejected"))
         }
     }
-}
-
-pub(super) struct SynthItem {
-    pub(super) job: Arc<Job>,
-    pub(super) partition: usize,
 }
 
 /// Lets every backend load a circuit's parameters the first time they are used (each checked

@@ -1,0 +1,66 @@
+//! The hand-offs between the engine's stages: the work items its queues carry (a partition to
+//! synthesize, a synthesized partition for a prover, a partition a GPU failed on for the CPU),
+//! and how a finished job's items leave those queues. Every stage imports its items from here,
+//! so no stage imports another's.
+
+use std::{
+    sync::{atomic::Ordering, Arc},
+    time::Instant,
+};
+
+use blstrs::Scalar as Fr;
+
+use super::{jobs::Job, Inner};
+use crate::{budget::Reservation, params::Srs, pce, prover::ProvingAssignment};
+
+/// A partition waiting for a synthesis worker.
+pub(super) struct SynthItem {
+    pub(super) job: Arc<Job>,
+    pub(super) partition: usize,
+}
+
+/// What synthesis hands a prover for one partition.
+pub(super) enum Work {
+    /// a, b, c and the assignment, computed on the host.
+    Assignment(ProvingAssignment),
+    /// The witness under the circuit's recording, for provers that compute a, b and c
+    /// themselves (`ProverBackend::proves_witness`).
+    Witness(Arc<pce::Held>, pce::Witness),
+}
+
+/// A synthesized partition waiting for a prover; holds its reserved memory.
+pub(super) struct ProveItem {
+    pub(super) job: Arc<Job>,
+    pub(super) partition: usize,
+    pub(super) srs: Arc<Srs>,
+    pub(super) work: Work,
+    pub(super) reservation: Reservation,
+    pub(super) synth_end: Instant,
+}
+
+/// A partition a GPU failed on, waiting for the CPU.
+pub(super) struct RetryItem {
+    pub(super) item: ProveItem,
+    /// Where it failed, and when its first prover picked it up.
+    pub(super) slot: usize,
+    pub(super) pickup: Instant,
+    pub(super) r: Fr,
+    pub(super) s: Fr,
+}
+
+/// Takes a finished job's partitions out of the retry queue (their memory goes back now).
+pub(super) fn release_retries_of(inner: &Inner, job: u64) {
+    for it in inner.retry_q.remove_if(|it| it.item.job.id == job) {
+        inner
+            .retry_held
+            .fetch_sub(it.item.reservation.bytes(), Ordering::AcqRel);
+    }
+}
+
+/// Takes every queued partition of a finished job out of the queues: their memory goes back now,
+/// not when a worker pops them.
+pub(super) fn release_queued_of(inner: &Inner, job: u64) {
+    drop(inner.synth_q.remove_if(|it| it.job.id == job));
+    drop(inner.prove_q.remove_if(|it| it.job.id == job));
+    release_retries_of(inner, job);
+}
