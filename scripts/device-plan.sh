@@ -40,6 +40,7 @@
 #   scripts/device-plan.sh h200-2k  # the real 2KiB circuit: calls and the stream against the
 #                                   # incumbent (what h200-streamed had no time left for)
 #   scripts/device-plan.sh h200-gpu-checks # issue 29: make test-gpu's checks with carried binaries
+#   scripts/device-plan.sh h200-restructure # issue 23: the same checks and the 10-partition stream
 # The full-size runs (issue 22) outlast a device call: scripts/device-full.sh (start, then poll).
 # Plans before h200-streamed ran builds that still had supraseal-c2's backend
 # (CUZK_GPU_PROVER=supraseal); it was removed after h200-msm.
@@ -257,6 +258,15 @@ case ${1:-} in
     $D sanitize-fixed-base
     [[ -x .dev/gpu-mutant.test ]] && $D gpu-mutant
     ;;
+  h200-restructure)
+    # issue 23: after a restructure, the same checks and the same stream: make test-gpu's checks,
+    # then the 10-partition stream (BENCHMARKS section 9: 106.5 proofs/min before).
+    $D info
+    $D setup 2k
+    $D gpu-checks
+    $D setup p10
+    $D bench p10 p10 10 -j 8
+    ;;
   h200-go)
     # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
     # every Go test and example, the cuda test requiring "cuda:" devices in the timeline.
@@ -264,7 +274,7 @@ case ${1:-} in
     $D setup 2k
     $D go
     ;;
-  *) echo "usage: $0 h200-gpu-checks|h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
+  *) echo "usage: $0 h200-gpu-checks|h200-restructure|h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"
