@@ -57,6 +57,15 @@ pub(super) fn quiet<T>(what: &str, fallback: T, f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// NULL is an argument error naming `what`: the one NULL check of every caller pointer that
+/// must not be NULL.
+fn non_null<T>(p: *const T, what: &str) -> Result<()> {
+    if p.is_null() {
+        return Err(Error::invalid_argument(format!("{what} is NULL")));
+    }
+    Ok(())
+}
+
 /// A caller's out-pointer, checked non-NULL before any work is done and written once, on
 /// success (outputs are written only on success).
 pub(super) struct Out<T>(*mut T);
@@ -64,9 +73,7 @@ pub(super) struct Out<T>(*mut T);
 impl<T> Out<T> {
     /// `p` as an out-pointer; NULL is an argument error naming `what`.
     pub(super) fn new(p: *mut T, what: &str) -> Result<Self> {
-        if p.is_null() {
-            return Err(Error::invalid_argument(format!("{what} is NULL")));
-        }
+        non_null(p, what)?;
         Ok(Out(p))
     }
 
@@ -124,9 +131,7 @@ impl<T> SizedOut<T> {
 
 /// A caller's buffer as a slice, after the checks `slice::from_raw_parts` needs.
 pub(super) fn bytes_in<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
-    if ptr.is_null() {
-        return Err(Error::invalid_argument(format!("{what} is NULL")));
-    }
+    non_null(ptr, what)?;
     if len > isize::MAX as usize {
         return Err(Error::invalid_argument(format!(
             "{what}: length {len} is above PTRDIFF_MAX"
@@ -137,13 +142,13 @@ pub(super) fn bytes_in<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
 
-/// A caller's 32-byte id (`prover_id`), copied; NULL is an argument error naming `what`.
-pub(super) fn id_in(p: *const [u8; 32], what: &str) -> Result<[u8; 32]> {
-    if p.is_null() {
-        return Err(Error::invalid_argument(format!("{what} is NULL")));
-    }
-    // SAFETY: non-NULL, 32 readable bytes (documented).
-    Ok(unsafe { *p })
+/// A caller's input struct or array (a request, a 32-byte prover id), borrowed for the call;
+/// NULL is an argument error naming `what`.
+pub(super) fn ref_in<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+    non_null(p, what)?;
+    // SAFETY: non-NULL; the caller passes a valid, initialized, aligned `T` that stays valid
+    // for the call (documented per function).
+    Ok(unsafe { &*p })
 }
 
 /// A NUL-terminated path of any encoding (Unix paths are bytes).

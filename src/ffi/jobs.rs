@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{
-    boundary::{boundary, bytes_in, id_in, quiet, Out},
+    boundary::{boundary, bytes_in, quiet, ref_in, Out},
     lifecycle::{current, running},
     memory::{cuzk_bytes, cuzk_error},
 };
@@ -67,7 +67,7 @@ pub extern "C" fn cuzk_seal_commit_phase2(
 ) -> Status {
     boundary(err_out, || {
         let c1 = bytes_in(c1_ptr, c1_len, "c1")?;
-        let prover_id = id_in(prover_id, "prover_id")?;
+        let prover_id = *ref_in(prover_id, "prover_id")?;
         let proof_out = Out::new(proof_out, "proof_out")?;
         if crate::timeline::in_callback() {
             return Err(Error::new(
@@ -100,12 +100,8 @@ pub extern "C" fn cuzk_submit(
     err_out: *mut cuzk_error,
 ) -> Status {
     boundary(err_out, || {
-        if req.is_null() {
-            return Err(Error::invalid_argument("req is NULL"));
-        }
+        let r = ref_in(req, "req")?;
         let job_id_out = Out::new(job_id_out, "job_id_out")?;
-        // SAFETY: non-NULL, initialized by cuzk_job_request_default (documented).
-        let r = unsafe { &*req };
         if r.struct_size as usize != std::mem::size_of::<cuzk_job_request>() {
             return Err(Error::invalid_argument(
                 "cuzk_job_request.struct_size mismatch: initialize it with cuzk_job_request_default",
@@ -222,7 +218,7 @@ pub extern "C" fn cuzk_verify_seal(
     boundary(err_out, || {
         let c1 = bytes_in(c1_ptr, c1_len, "c1")?;
         let proof = bytes_in(proof_ptr, proof_len, "proof")?;
-        let prover_id = id_in(prover_id, "prover_id")?;
+        let prover_id = *ref_in(prover_id, "prover_id")?;
         let valid_out = Out::new(valid_out, "valid_out")?;
         let valid = crate::porep::verify::verify_seal(c1, prover_id, sector_id, proof)?;
         valid_out.write(valid);

@@ -18,7 +18,7 @@
 //!
 //! One file per concern:
 //! * `boundary.rs`: the panic boundary every export goes through, the error writer, checked
-//!   inputs (`bytes_in`, `id_in`, `path_in`) and outputs (`Out`, `SizedOut` for structs sized by
+//!   inputs (`bytes_in`, `ref_in`, `path_in`) and outputs (`Out`, `SizedOut` for structs sized by
 //!   the caller).
 //! * `memory.rs`: `cuzk_bytes`, `cuzk_error` and their frees.
 //! * `config.rs`: `cuzk_config`, its defaults, and how any version of it is read.
