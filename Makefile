@@ -41,8 +41,11 @@ fixtures: build
 header:
 	scripts/gen-header.sh
 
+## The public header matches the code (cbindgen), and kernels/' header (shared by the Rust and
+## CUDA sides) is valid C with its layout assertions holding on this compiler.
 header-check:
 	scripts/gen-header.sh --check
+	$(CC) -fsyntax-only -std=c99 -Wall -Wextra -Werror -x c kernels/cuzk_kernels.h
 
 test-rust: fixtures
 	$(DEADLINE) 50m $(CARGO) test --release --locked || { echo "make test-rust: failed or past its 50-minute deadline" >&2; exit 1; }

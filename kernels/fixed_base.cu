@@ -15,18 +15,17 @@
 // coefficient).
 //
 // Thread-safety: a handle is used by one thread at a time (it owns its buffers and stream);
-// handles on the same or other GPUs may be used at once. Errors (CUDA's, C++ exceptions) come
-// back as a non-zero return with a message in `err`; nothing throws across the boundary.
+// handles on the same or other GPUs may be used at once. Errors follow cuzk_kernels.h.
 
 #include <cuda_runtime.h>
 
-#include <cstdio>
 #include <cstring>
-#include <exception>
-#include <new>
+#include <memory>
 
 #include <ff/bls12-381-fp2.hpp>
 #include <ec/xyzz_t.hpp>
+
+#include "cuzk/device.cuh"
 
 namespace {
 
@@ -105,131 +104,66 @@ void fixed_base_kernel(const typename xyzz_t<F>::affine_t::mem_t* __restrict__ t
 
 }  // namespace
 
+// A comb table on one GPU with its scalar and output buffers (grown on demand) and stream.
 struct cuzk_fixed_base {
     int device;
     int g2;
     uint32_t wbits, windows;
-    void* table;
-    fr_t* d_k;
-    uint32_t* d_out;
-    size_t cap;  // points d_k and d_out hold
-    cudaStream_t st;
+    dev_vec_t<uint8_t> table;
+    dev_vec_t<fr_t> d_k;
+    dev_vec_t<uint32_t> d_out;  // n points' bytes, as 32-bit words
+    stream_t st;                // last: made after the buffers, destroyed before them
+
+    cuzk_fixed_base(int ordinal, int g2_, uint32_t wbits_, uint32_t windows_)
+        : device(ordinal), g2(g2_), wbits(wbits_), windows(windows_), st(ordinal) {}
+    ~cuzk_fixed_base() { (void)cudaStreamSynchronize(st); }
+    size_t point_bytes() const { return g2 ? 192 : 96; }
 };
-
-static void fb_err(char* err, size_t len, const char* what)
-{
-    if (err && len)
-        snprintf(err, len, "%s", what);
-}
-
-#define FB_CUDA(call)                                                     \
-    do {                                                                  \
-        cudaError_t e_ = (call);                                          \
-        if (e_ != cudaSuccess) {                                          \
-            char m_[256];                                                 \
-            snprintf(m_, sizeof m_, "%s: %s", #call, cudaGetErrorString(e_)); \
-            cudaGetLastError();                                           \
-            fb_err(err, errlen, m_);                                      \
-            return -1;                                                    \
-        }                                                                 \
-    } while (0)
-
-static void fb_release(cuzk_fixed_base* f)
-{
-    int prev = 0;
-    cudaGetDevice(&prev);
-    cudaSetDevice(f->device);
-    if (f->st)
-        cudaStreamSynchronize(f->st);
-    cudaFree(f->table);
-    cudaFree(f->d_k);
-    cudaFree(f->d_out);
-    if (f->st)
-        cudaStreamDestroy(f->st);
-    cudaGetLastError();
-    cudaSetDevice(prev);
-    delete f;
-}
 
 static int fb_new(int ordinal, int g2, uint32_t wbits, uint32_t windows, const void* table,
                   size_t entries, cuzk_fixed_base** out, char* err, size_t errlen)
 {
-    if (wbits < 2 || wbits > 20 || windows != fb_windows(wbits)) {
-        fb_err(err, errlen, "fixed-base table: window size out of range or window count wrong");
-        return -1;
-    }
-    if (entries != (size_t)windows << (wbits - 1)) {
-        fb_err(err, errlen, "fixed-base table: wrong number of entries for its windows");
-        return -1;
-    }
-    FB_CUDA(cudaSetDevice(ordinal));
-    cuzk_fixed_base* f = new cuzk_fixed_base{ordinal, g2, wbits, windows, nullptr, nullptr,
-                                             nullptr, 0, nullptr};
-    const size_t bytes = entries * (g2 ? 192 : 96);
-    cudaError_t e = cudaStreamCreateWithFlags(&f->st, cudaStreamNonBlocking);
-    if (e == cudaSuccess)
-        e = cudaMalloc(&f->table, bytes);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(f->table, table, bytes, cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) {
-        char m[256];
-        snprintf(m, sizeof m, "fixed-base table (%zu bytes): %s", bytes, cudaGetErrorString(e));
-        cudaGetLastError();
-        fb_err(err, errlen, m);
-        fb_release(f);
-        return -1;
-    }
-    *out = f;
-    return 0;
+    if (wbits < 2 || wbits > 20 || windows != fb_windows(wbits))
+        return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                         "fixed-base table: window size out of range or window count wrong");
+    if (entries != (size_t)windows << (wbits - 1))
+        return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                         "fixed-base table: wrong number of entries for its windows");
+    CUDA_OK(cudaSetDevice(ordinal));
+    auto f = std::make_unique<cuzk_fixed_base>(ordinal, g2, wbits, windows);
+    f->table.upload((const uint8_t*)table, entries * f->point_bytes());
+    *out = f.release();
+    return CUZK_KERNELS_OK;
 }
 
-static int fb_mul(cuzk_fixed_base* f, const void* scalars, size_t n, void* out, char* err,
-                  size_t errlen)
+static int fb_mul(cuzk_fixed_base* f, const void* scalars, size_t n, void* out)
 {
     if (n == 0)
-        return 0;
-    const size_t pbytes = f->g2 ? 192 : 96;
-    FB_CUDA(cudaSetDevice(f->device));
-    if (n > f->cap) {
-        cudaFree(f->d_k);
-        cudaFree(f->d_out);
-        f->d_k = nullptr;
-        f->d_out = nullptr;
-        f->cap = 0;
-        FB_CUDA(cudaMalloc(&f->d_k, n * sizeof(fr_t)));
-        FB_CUDA(cudaMalloc(&f->d_out, n * pbytes));
-        f->cap = n;
+        return CUZK_KERNELS_OK;
+    const size_t pbytes = f->point_bytes();
+    CUDA_OK(cudaSetDevice(f->device));
+    if (n > f->d_k.capacity()) {
+        f->d_k.reserve(n, true);
+        f->d_out.reserve(n * pbytes / sizeof(uint32_t), true);
     }
-    FB_CUDA(cudaMemcpyAsync(f->d_k, scalars, n * sizeof(fr_t), cudaMemcpyHostToDevice, f->st));
+    CUDA_OK(cudaMemcpyAsync(f->d_k, scalars, n * sizeof(fr_t), cudaMemcpyHostToDevice, f->st));
     const unsigned threads = 256;
     const size_t lanes = n * (f->g2 ? 2 : 1);
     const unsigned blocks = (unsigned)((lanes + threads - 1) / threads);
     if (f->g2) {
         typedef xyzz_t<fp2_t>::affine_t::mem_t a2;
         fixed_base_kernel<fp2_t, 2><<<blocks, threads, 0, f->st>>>(
-            (const a2*)f->table, f->wbits, f->windows, f->d_k, n, f->d_out);
+            (const a2*)f->table.get(), f->wbits, f->windows, f->d_k, n, f->d_out);
     } else {
         typedef xyzz_t<fp_t>::affine_t::mem_t a1;
         fixed_base_kernel<fp_t, 1><<<blocks, threads, 0, f->st>>>(
-            (const a1*)f->table, f->wbits, f->windows, f->d_k, n, f->d_out);
+            (const a1*)f->table.get(), f->wbits, f->windows, f->d_k, n, f->d_out);
     }
-    FB_CUDA(cudaGetLastError());
-    FB_CUDA(cudaMemcpyAsync(out, f->d_out, n * pbytes, cudaMemcpyDeviceToHost, f->st));
-    FB_CUDA(cudaStreamSynchronize(f->st));
-    return 0;
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaMemcpyAsync(out, f->d_out, n * pbytes, cudaMemcpyDeviceToHost, f->st));
+    CUDA_OK(cudaStreamSynchronize(f->st));
+    return CUZK_KERNELS_OK;
 }
-
-#define FB_CATCH                                                   \
-    catch (const std::bad_alloc&) {                                \
-        fb_err(err, errlen, "out of host memory");                 \
-        return -1;                                                 \
-    } catch (const std::exception& e) {                            \
-        fb_err(err, errlen, e.what());                             \
-        return -1;                                                 \
-    } catch (...) {                                                \
-        fb_err(err, errlen, "unknown C++ exception");              \
-        return -1;                                                 \
-    }
 
 extern "C" {
 
@@ -243,7 +177,7 @@ int cuzk_fixed_base_new(int ordinal, int g2, uint32_t wbits, uint32_t windows,
 {
     try {
         return fb_new(ordinal, g2, wbits, windows, table, entries, out, err, errlen);
-    } FB_CATCH
+    } CUZK_CATCH_RETURN
 }
 
 // out[i] = scalars[i] · G for i < n (scalars as blst_fr, Montgomery form), written as a
@@ -252,8 +186,8 @@ int cuzk_fixed_base_mul(cuzk_fixed_base* f, const void* scalars, size_t n, void*
                         char* err, size_t errlen)
 {
     try {
-        return fb_mul(f, scalars, n, out, err, errlen);
-    } FB_CATCH
+        return fb_mul(f, scalars, n, out);
+    } CUZK_CATCH_RETURN
 }
 
 // Frees the handle and its device memory (NULL is ignored).
@@ -261,10 +195,10 @@ void cuzk_fixed_base_free(cuzk_fixed_base* f)
 {
     if (f == nullptr)
         return;
-    try {
-        fb_release(f);
-    } catch (...) {
-    }
+    device_scope_t keep;
+    (void)cudaSetDevice(f->device);
+    delete f;
+    (void)cudaGetLastError();
 }
 
 }  // extern "C"

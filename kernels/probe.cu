@@ -1,28 +1,18 @@
 // Device discovery and a launch check, linked against the static CUDA runtime so that the
 // library loads on machines without the NVIDIA driver (every call then reports an error and the
-// engine proves on the CPU).
+// engine proves on the CPU). Prototypes, structs and the error convention: cuzk_kernels.h.
 
 #include <cuda_runtime.h>
+
 #include <stdio.h>
 #include <string.h>
+
+#include "cuzk/errors.cuh"
 
 #ifndef CUZK_CUDA_ARCHS
 #define CUZK_CUDA_ARCHS "unknown"
 #endif
 
-struct cuzk_cuda_device {
-    int ordinal;
-    int major;
-    int minor;
-    int multiprocessors;
-    unsigned long long total_mem;
-    unsigned long long free_mem;
-    char name[256];
-};
-
-static void set_err(char* err, size_t len, const char* what, cudaError_t e) {
-    if (err && len) snprintf(err, len, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-}
 
 // Fills x[i] = i * k + 7 for i < n.
 __global__ void cuzk_probe_kernel(unsigned int* x, unsigned int n, unsigned int k) {
@@ -34,19 +24,15 @@ extern "C" {
 
 const char* cuzk_cuda_archs(void) { return CUZK_CUDA_ARCHS; }
 
-// Number of usable devices in *count (0 when there is no driver) and the driver version.
-// Returns the CUDA error code (0 on success) with a message in err.
 int cuzk_cuda_probe(int* count, int* driver_version, char* err, size_t errlen) {
     *count = 0;
     *driver_version = 0;
     cudaError_t e = cudaDriverGetVersion(driver_version);
-    if (e != cudaSuccess) { set_err(err, errlen, "cudaDriverGetVersion", e); return (int)e; }
-    if (*driver_version == 0) {
-        set_err(err, errlen, "no NVIDIA driver", cudaErrorInsufficientDriver);
-        return (int)cudaErrorInsufficientDriver;
-    }
+    if (e != cudaSuccess) { return cuzk_fail_cuda(err, errlen, e, "cudaDriverGetVersion"); }
+    if (*driver_version == 0)
+        return cuzk_fail_cuda(err, errlen, cudaErrorInsufficientDriver, "no NVIDIA driver");
     e = cudaGetDeviceCount(count);
-    if (e != cudaSuccess) { *count = 0; set_err(err, errlen, "cudaGetDeviceCount", e); return (int)e; }
+    if (e != cudaSuccess) { *count = 0; return cuzk_fail_cuda(err, errlen, e, "cudaGetDeviceCount"); }
     return 0;
 }
 
@@ -57,10 +43,10 @@ int cuzk_cuda_set_blocking_sync(int ordinal, char* err, size_t errlen) {
     int prev = 0;
     cudaGetDevice(&prev);
     cudaError_t e = cudaSetDevice(ordinal);
-    if (e != cudaSuccess) { set_err(err, errlen, "cudaSetDevice", e); return (int)e; }
+    if (e != cudaSuccess) { return cuzk_fail_cuda(err, errlen, e, "cudaSetDevice"); }
     e = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
     cudaSetDevice(prev);
-    if (e != cudaSuccess) { set_err(err, errlen, "cudaSetDeviceFlags", e); return (int)e; }
+    if (e != cudaSuccess) { return cuzk_fail_cuda(err, errlen, e, "cudaSetDeviceFlags"); }
     return 0;
 }
 
@@ -69,7 +55,7 @@ int cuzk_cuda_device_info(int ordinal, struct cuzk_cuda_device* out, char* err, 
     out->ordinal = ordinal;
     cudaDeviceProp p;
     cudaError_t e = cudaGetDeviceProperties(&p, ordinal);
-    if (e != cudaSuccess) { set_err(err, errlen, "cudaGetDeviceProperties", e); return (int)e; }
+    if (e != cudaSuccess) { return cuzk_fail_cuda(err, errlen, e, "cudaGetDeviceProperties"); }
     out->major = p.major;
     out->minor = p.minor;
     out->multiprocessors = p.multiProcessorCount;
@@ -78,38 +64,38 @@ int cuzk_cuda_device_info(int ordinal, struct cuzk_cuda_device* out, char* err, 
     int prev = 0;
     cudaGetDevice(&prev);
     e = cudaSetDevice(ordinal);
-    if (e != cudaSuccess) { set_err(err, errlen, "cudaSetDevice", e); return (int)e; }
+    if (e != cudaSuccess) { return cuzk_fail_cuda(err, errlen, e, "cudaSetDevice"); }
     size_t fr = 0, tot = 0;
     e = cudaMemGetInfo(&fr, &tot);
     cudaSetDevice(prev);
-    if (e != cudaSuccess) { set_err(err, errlen, "cudaMemGetInfo", e); return (int)e; }
+    if (e != cudaSuccess) { return cuzk_fail_cuda(err, errlen, e, "cudaMemGetInfo"); }
     out->free_mem = fr;
     return 0;
 }
 
 // Runs a small kernel on the device and checks its output: proves that this binary carries
-// machine code (or PTX) the device can run. Returns 0 or a CUDA error code (-1: wrong output).
+// machine code (or PTX) the device can run.
 int cuzk_cuda_launch_check(int ordinal, char* err, size_t errlen) {
     const unsigned int n = 1u << 16, k = 2654435761u;
     int prev = 0;
     cudaGetDevice(&prev);
     cudaError_t e = cudaSetDevice(ordinal);
-    if (e != cudaSuccess) { set_err(err, errlen, "cudaSetDevice", e); return (int)e; }
+    if (e != cudaSuccess) { return cuzk_fail_cuda(err, errlen, e, "cudaSetDevice"); }
     unsigned int* d = nullptr;
     unsigned int* h = (unsigned int*)malloc(n * sizeof(unsigned int));
     int rc = 0;
-    if (!h) { if (err && errlen) snprintf(err, errlen, "out of host memory"); rc = (int)cudaErrorMemoryAllocation; goto out; }
+    if (!h) { if (err && errlen) snprintf(err, errlen, "out of host memory"); rc = CUZK_KERNELS_EHOST; goto out; }
     e = cudaMalloc(&d, n * sizeof(unsigned int));
-    if (e != cudaSuccess) { set_err(err, errlen, "cudaMalloc", e); rc = (int)e; goto out; }
+    if (e != cudaSuccess) { rc = cuzk_fail_cuda(err, errlen, e, "cudaMalloc"); goto out; }
     cuzk_probe_kernel<<<(n + 255) / 256, 256>>>(d, n, k);
     e = cudaGetLastError();
-    if (e != cudaSuccess) { set_err(err, errlen, "launch", e); rc = (int)e; goto out; }
+    if (e != cudaSuccess) { rc = cuzk_fail_cuda(err, errlen, e, "launch"); goto out; }
     e = cudaMemcpy(h, d, n * sizeof(unsigned int), cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess) { set_err(err, errlen, "cudaMemcpy", e); rc = (int)e; goto out; }
+    if (e != cudaSuccess) { rc = cuzk_fail_cuda(err, errlen, e, "cudaMemcpy"); goto out; }
     for (unsigned int i = 0; i < n; i++) {
         if (h[i] != i * k + 7u) {
             if (err && errlen) snprintf(err, errlen, "probe kernel wrote %u at %u, expected %u", h[i], i, i * k + 7u);
-            rc = -1;
+            rc = CUZK_KERNELS_EWRONG;
             goto out;
         }
     }

@@ -5,39 +5,13 @@
 //! d · 2^(w j) · G`, affine, in blst's layout (`G1Affine`, `G2Affine`), which the kernel reads
 //! as sppark's affine points.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::c_int;
 
-use super::cuda::message;
+use super::kernels::{
+    call, cuzk_fixed_base_free, cuzk_fixed_base_mul, cuzk_fixed_base_new, FixedBaseC,
+};
 
 use blstrs::{G1Affine, G2Affine, Scalar as Fr};
-
-#[repr(C)]
-struct RawFixedBase {
-    _opaque: [u8; 0],
-}
-
-extern "C" {
-    fn cuzk_fixed_base_new(
-        ordinal: c_int,
-        g2: c_int,
-        wbits: u32,
-        windows: u32,
-        table: *const c_void,
-        entries: usize,
-        out: *mut *mut RawFixedBase,
-        err: *mut c_char,
-        errlen: usize,
-    ) -> c_int;
-    fn cuzk_fixed_base_mul(
-        f: *mut RawFixedBase,
-        scalars: *const c_void,
-        n: usize,
-        out: *mut c_void,
-        err: *mut c_char,
-        errlen: usize,
-    ) -> c_int;
-    fn cuzk_fixed_base_free(f: *mut RawFixedBase);
-}
 
 /// A group whose affine points the kernel takes (blst's layout).
 pub trait TablePoint: Copy + sealed::Sealed {
@@ -65,7 +39,7 @@ const _: () = assert!(std::mem::size_of::<Fr>() == 32);
 
 /// One generator's comb table on one GPU. Used by one thread at a time (`&mut self`).
 pub struct FixedBase<P: TablePoint> {
-    raw: *mut RawFixedBase,
+    raw: *mut FixedBaseC,
     _p: std::marker::PhantomData<P>,
 }
 
@@ -77,10 +51,9 @@ impl<P: TablePoint> FixedBase<P> {
     /// Copies `table` (windows of `wbits` bits, `windows` of them) to GPU `ordinal`.
     pub fn new(ordinal: usize, wbits: u32, windows: usize, table: &[P]) -> Result<Self, String> {
         let mut raw = std::ptr::null_mut();
-        let mut err = [0 as c_char; 512];
         // SAFETY: `table` is valid for `table.len()` points of the layout the kernel reads
         // (sizes asserted above); `raw` is a valid out-pointer; the buffer's length is passed.
-        let rc = unsafe {
+        call(|err, len| unsafe {
             cuzk_fixed_base_new(
                 ordinal as c_int,
                 P::G2 as c_int,
@@ -89,12 +62,12 @@ impl<P: TablePoint> FixedBase<P> {
                 table.as_ptr().cast(),
                 table.len(),
                 &mut raw,
-                err.as_mut_ptr(),
-                err.len(),
+                err,
+                len,
             )
-        };
-        if rc != 0 || raw.is_null() {
-            return Err(message(&err));
+        })?;
+        if raw.is_null() {
+            return Err("kernels/ returned no handle".into());
         }
         Ok(FixedBase {
             raw,
@@ -111,24 +84,19 @@ impl<P: TablePoint> FixedBase<P> {
                 ks.len()
             ));
         }
-        let mut err = [0 as c_char; 512];
         // SAFETY: `ks` holds `ks.len()` scalars in blst's layout, `out` exactly the bytes the
         // kernel writes for them (checked above); the handle is live and used by this thread
         // only (`&mut self`).
-        let rc = unsafe {
+        Ok(call(|err, len| unsafe {
             cuzk_fixed_base_mul(
                 self.raw,
                 ks.as_ptr().cast(),
                 ks.len(),
                 out.as_mut_ptr().cast(),
-                err.as_mut_ptr(),
-                err.len(),
+                err,
+                len,
             )
-        };
-        if rc != 0 {
-            return Err(message(&err));
-        }
-        Ok(())
+        })?)
     }
 }
 

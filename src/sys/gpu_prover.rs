@@ -9,161 +9,42 @@
 //! bytes), `Scalar` a `blst_fr` (32 bytes, Montgomery form). The sizes are checked at compile
 //! time below and in the CUDA file.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 
-use super::cuda::message;
-
-// sppark's device table (`select_gpu`, `ngpus`, ...), which kernels/groth16.cu calls, is in the
-// native library the sppark crate builds (its util/all_gpus.cpp); naming the crate links it.
-extern crate sppark as _;
+use super::kernels::{
+    call, cuzk_gpu_pin, cuzk_gpu_prove, cuzk_gpu_rec_bytes, cuzk_gpu_rec_free, cuzk_gpu_rec_new,
+    cuzk_gpu_srs_bytes, cuzk_gpu_srs_free, cuzk_gpu_srs_new, cuzk_gpu_stage_free,
+    cuzk_gpu_stage_new, cuzk_gpu_unpin, cuzk_gpu_upload, cuzk_gpu_upload_witness,
+    cuzk_gpu_working_bytes, InputC, MatrixC, OutputC, RecC, SrsC, StageC, WitnessC,
+};
 
 use blstrs::{Fp, Fp2, G1Affine, G2Affine, Scalar as Fr};
 
 const _: () = assert!(std::mem::size_of::<G1Affine>() == 96);
 const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
-const _: () = assert!(std::mem::size_of::<Fr>() == 32);
 // Density bitmaps arrive as bitvec's `usize` words and are read as 64-bit words.
 const _: () = assert!(std::mem::size_of::<usize>() == 8);
 
-#[repr(C)]
-struct RawSrs {
-    _opaque: [u8; 0],
+/// A handle an entry point reported as made (the header writes out-handles only on success).
+fn non_null<T>(raw: *mut T) -> Result<*mut T, String> {
+    if raw.is_null() {
+        return Err("kernels/ returned no handle".into());
+    }
+    Ok(raw)
 }
 
-#[repr(C)]
-struct RawStage {
-    _opaque: [u8; 0],
-}
-
-#[repr(C)]
-struct RawInput {
-    a: *const Fr,
-    b: *const Fr,
-    c: *const Fr,
-    abc_size: usize,
-    lg_domain: u32,
-    inp: *const Fr,
-    n_inp: usize,
-    aux: *const Fr,
-    n_aux: usize,
-    a_aux_density: *const u64,
-    b_inp_density: *const u64,
-    b_aux_density: *const u64,
-}
-
-#[repr(C)]
-struct RawRec {
-    _opaque: [u8; 0],
-}
-
-#[repr(C)]
-struct RawMatrix {
-    row_start: *const u32,
-    cols: *const u32,
-    coeffs: *const u16,
-    terms: usize,
-}
-
-#[repr(C)]
-struct RawWitness {
-    lg_domain: u32,
-    inp: *const Fr,
-    n_inp: usize,
-    classes: *const u64,
-    n_aux: usize,
-    oth_idx: *const u32,
-    oth_val: *const Fr,
-    n_oth: usize,
-    a_aux_density: *const u64,
-    b_inp_density: *const u64,
-    b_aux_density: *const u64,
-}
-
-#[repr(C)]
-#[derive(Default)]
-struct RawOutput {
-    h: [u64; 12],
-    l: [u64; 12],
-    a: [u64; 12],
-    b1: [u64; 12],
-    b2: [u64; 24],
-    ms: [f64; 8],
-}
-
-extern "C" {
-    #[allow(clippy::too_many_arguments)]
-    fn cuzk_gpu_srs_new(
-        ordinal: c_int,
-        h: *const c_void,
-        nh: usize,
-        l: *const c_void,
-        nl: usize,
-        a: *const c_void,
-        na: usize,
-        b1: *const c_void,
-        b2: *const c_void,
-        nb: usize,
-        streamed: c_int,
-        out: *mut *mut RawSrs,
-        err: *mut c_char,
-        errlen: usize,
-    ) -> c_int;
-    fn cuzk_gpu_pin(p: *mut c_void, bytes: usize, err: *mut c_char, errlen: usize) -> c_int;
-    fn cuzk_gpu_unpin(p: *mut c_void);
-    fn cuzk_gpu_srs_bytes(s: *const RawSrs) -> usize;
-    fn cuzk_gpu_srs_free(s: *mut RawSrs);
-    fn cuzk_gpu_stage_new(
-        s: *const RawSrs,
-        lg_domain: u32,
-        n_inp: usize,
-        n_aux: usize,
-        out: *mut *mut RawStage,
-        err: *mut c_char,
-        errlen: usize,
-    ) -> c_int;
-    fn cuzk_gpu_stage_free(g: *mut RawStage);
-    fn cuzk_gpu_upload(
-        g: *mut RawStage,
-        input: *const RawInput,
-        err: *mut c_char,
-        errlen: usize,
-    ) -> c_int;
-    #[allow(clippy::too_many_arguments)]
-    fn cuzk_gpu_rec_new(
-        s: *const RawSrs,
-        rows: usize,
-        n_inp: usize,
-        n_aux: usize,
-        m: *const RawMatrix,
-        dict: *const Fr,
-        n_dict: usize,
-        out: *mut *mut RawRec,
-        err: *mut c_char,
-        errlen: usize,
-    ) -> c_int;
-    fn cuzk_gpu_rec_bytes(r: *const RawRec) -> usize;
-    fn cuzk_gpu_rec_free(r: *mut RawRec);
-    fn cuzk_gpu_upload_witness(
-        g: *mut RawStage,
-        r: *const RawRec,
-        w: *const RawWitness,
-        bad_row: *mut u64,
-        err: *mut c_char,
-        errlen: usize,
-    ) -> c_int;
-    fn cuzk_gpu_prove(
-        s: *const RawSrs,
-        g: *mut RawStage,
-        out: *mut RawOutput,
-        err: *mut c_char,
-        errlen: usize,
-    ) -> c_int;
+/// Device memory a GPU needs beside the parameters to prove a circuit of 2^`lg_domain`
+/// constraints with `n_inputs` inputs and `n_aux` aux variables, `stages` partitions' buffers
+/// at a time: computed by kernels/ from the sizes it allocates (`cuzk_gpu_working_bytes`).
+pub fn working_bytes(lg_domain: u32, n_inputs: usize, n_aux: usize, stages: usize) -> u64 {
+    // SAFETY: arithmetic only; no pointer is passed.
+    unsafe { cuzk_gpu_working_bytes(lg_domain, n_inputs, n_aux, stages) as u64 }
 }
 
 /// One circuit's parameters on one GPU: the bases in its memory (resident), or its working
 /// buffers beside bases in pinned host memory (streamed); freed on drop.
 pub struct DeviceSrs {
-    raw: *mut RawSrs,
+    raw: *mut SrsC,
     /// Streamed: the host bases, released after the handle (fields drop after `drop`).
     _pinned: Option<std::sync::Arc<PinnedBases>>,
 }
@@ -214,7 +95,7 @@ pub struct CompactInput<'a> {
 /// A circuit's recording (its A, B, C matrices and coefficient dictionary) in one GPU's memory;
 /// freed on drop.
 pub struct DeviceRecording {
-    raw: *mut RawRec,
+    raw: *mut RecC,
 }
 
 // SAFETY: as for DeviceSrs: only read by uploads, which callers serialize per stage.
@@ -327,12 +208,10 @@ impl PinnedBases {
             if len == 0 {
                 continue;
             }
-            let mut err = [0 as c_char; 1024];
             // SAFETY: `p` points at `len` bytes of a vector this value owns and never resizes;
             // it stays allocated until drop unpins it.
-            if unsafe { cuzk_gpu_pin(p, len, err.as_mut_ptr(), err.len()) } != 0 {
-                return Err(format!("pinning {} MiB: {}", len >> 20, message(&err)));
-            }
+            call(|err, n| unsafe { cuzk_gpu_pin(p, len, err, n) })
+                .map_err(|e| format!("pinning {} MiB: {e}", len >> 20))?;
             pinned.pinned.push((p, len));
         }
         Ok(pinned)
@@ -396,7 +275,7 @@ impl DeviceSrs {
         [h, l, a, b_g1]: [&[G1Affine]; 4],
         b_g2: &[G2Affine],
         streamed: bool,
-    ) -> Result<*mut RawSrs, String> {
+    ) -> Result<*mut SrsC, String> {
         if b_g1.len() != b_g2.len() {
             return Err(format!(
                 "b_g1 has {} points, b_g2 {}",
@@ -404,9 +283,9 @@ impl DeviceSrs {
                 b_g2.len()
             ));
         }
-        let mut raw: *mut RawSrs = std::ptr::null_mut();
-        let mut err = [0 as c_char; 1024];
-        let rc = cuzk_gpu_srs_new(
+        let mut raw: *mut SrsC = std::ptr::null_mut();
+        call(|err, len| {
+            cuzk_gpu_srs_new(
             ordinal as c_int,
             h.as_ptr().cast(),
             h.len(),
@@ -419,13 +298,11 @@ impl DeviceSrs {
             b_g1.len(),
             streamed as c_int,
             &mut raw,
-            err.as_mut_ptr(),
-            err.len(),
-        );
-        if rc != 0 || raw.is_null() {
-            return Err(message(&err));
-        }
-        Ok(raw)
+            err,
+            len,
+        )
+        })?;
+        non_null(raw)
     }
 
     /// Whether the bases stay in pinned host memory.
@@ -442,25 +319,13 @@ impl DeviceSrs {
     /// Device buffers for one partition of this circuit (a, b, c, the assignment, the A and B
     /// scalars), with their own copy stream.
     pub fn stage(&self, lg_domain: u32, n_inputs: usize, n_aux: usize) -> Result<Stage, String> {
-        let mut raw: *mut RawStage = std::ptr::null_mut();
-        let mut err = [0 as c_char; 1024];
+        let mut raw: *mut StageC = std::ptr::null_mut();
         // SAFETY: a live handle, valid out-pointers; the callee checks the sizes.
-        let rc = unsafe {
-            cuzk_gpu_stage_new(
-                self.raw,
-                lg_domain,
-                n_inputs,
-                n_aux,
-                &mut raw,
-                err.as_mut_ptr(),
-                err.len(),
-            )
-        };
-        if rc != 0 || raw.is_null() {
-            return Err(message(&err));
-        }
+        call(|err, len| unsafe {
+            cuzk_gpu_stage_new(self.raw, lg_domain, n_inputs, n_aux, &mut raw, err, len)
+        })?;
         Ok(Stage {
-            raw,
+            raw: non_null(raw)?,
             lg_domain,
             n_inputs,
             n_aux,
@@ -482,17 +347,16 @@ impl DeviceSrs {
                 return Err(format!("matrix {k}: table lengths do not match"));
             }
         }
-        let raw_m = m.map(|x| RawMatrix {
+        let raw_m = m.map(|x| MatrixC {
             row_start: x.row_start.as_ptr(),
             cols: x.cols.as_ptr(),
             coeffs: x.coeffs.as_ptr(),
             terms: x.cols.len(),
         });
-        let mut raw: *mut RawRec = std::ptr::null_mut();
-        let mut err = [0 as c_char; 1024];
+        let mut raw: *mut RecC = std::ptr::null_mut();
         // SAFETY: each table is valid for the length passed (checked above); the callee
         // checks their contents and copies them before returning.
-        let rc = unsafe {
+        call(|err, len| unsafe {
             cuzk_gpu_rec_new(
                 self.raw,
                 rows,
@@ -502,27 +366,21 @@ impl DeviceSrs {
                 dict.as_ptr(),
                 dict.len(),
                 &mut raw,
-                err.as_mut_ptr(),
-                err.len(),
+                err,
+                len,
             )
-        };
-        if rc != 0 || raw.is_null() {
-            return Err(message(&err));
-        }
-        Ok(DeviceRecording { raw })
+        })?;
+        Ok(DeviceRecording {
+            raw: non_null(raw)?,
+        })
     }
 
     /// Proves the partition uploaded into `stage` (which then holds none). The caller must
     /// not run two of these on the same GPU at once; uploads into other stages may run beside.
     pub fn prove(&self, stage: &mut Stage) -> Result<MsmResults, String> {
-        let mut out = RawOutput::default();
-        let mut err = [0 as c_char; 1024];
+        let mut out = OutputC::default();
         // SAFETY: live handles (the stage exclusively borrowed), valid out buffers.
-        let rc =
-            unsafe { cuzk_gpu_prove(self.raw, stage.raw, &mut out, err.as_mut_ptr(), err.len()) };
-        if rc != 0 {
-            return Err(message(&err));
-        }
+        call(|err, len| unsafe { cuzk_gpu_prove(self.raw, stage.raw, &mut out, err, len) })?;
         Ok(MsmResults {
             h: g1(&out.h),
             l: g1(&out.l),
@@ -536,7 +394,7 @@ impl DeviceSrs {
 
 /// One partition's worth of device buffers on one GPU; freed on drop.
 pub struct Stage {
-    raw: *mut RawStage,
+    raw: *mut StageC,
     lg_domain: u32,
     n_inputs: usize,
     n_aux: usize,
@@ -572,7 +430,7 @@ impl Stage {
         ) {
             return Err("a density bitmap is shorter than its variables".into());
         }
-        let input = RawInput {
+        let input = InputC {
             a: p.a.as_ptr(),
             b: p.b.as_ptr(),
             c: p.c.as_ptr(),
@@ -586,14 +444,11 @@ impl Stage {
             b_inp_density: p.b_input_density.as_ptr().cast(),
             b_aux_density: p.b_aux_density.as_ptr().cast(),
         };
-        let mut err = [0 as c_char; 1024];
         // SAFETY: the slices outlive the call, which copies them before returning; their
         // lengths are the ones passed (the bitmaps were checked to cover their variables).
-        let rc = unsafe { cuzk_gpu_upload(self.raw, &input, err.as_mut_ptr(), err.len()) };
-        if rc != 0 {
-            return Err(message(&err));
-        }
-        Ok(())
+        Ok(call(|err, len| unsafe {
+            cuzk_gpu_upload(self.raw, &input, err, len)
+        })?)
     }
 }
 
@@ -616,7 +471,7 @@ impl Stage {
         {
             return Err("a table of the compact witness is shorter than its variables".into());
         }
-        let input = RawWitness {
+        let input = WitnessC {
             lg_domain: w.lg_domain,
             inp: w.inputs.as_ptr(),
             n_inp: w.inputs.len(),
@@ -630,22 +485,11 @@ impl Stage {
             b_aux_density: w.b_aux_density.as_ptr().cast(),
         };
         let mut bad = u64::MAX;
-        let mut err = [0 as c_char; 1024];
         // SAFETY: the slices outlive the call, which copies them before returning; their
         // lengths were checked to cover the counts passed.
-        let rc = unsafe {
-            cuzk_gpu_upload_witness(
-                self.raw,
-                rec.raw,
-                &input,
-                &mut bad,
-                err.as_mut_ptr(),
-                err.len(),
-            )
-        };
-        if rc != 0 {
-            return Err(message(&err));
-        }
+        call(|err, len| unsafe {
+            cuzk_gpu_upload_witness(self.raw, rec.raw, &input, &mut bad, err, len)
+        })?;
         Ok((bad != u64::MAX).then_some(bad))
     }
 }

@@ -11,4 +11,6 @@ pub mod cuda;
 pub mod fixed_base;
 #[cfg(feature = "cuda")]
 pub mod gpu_prover;
+#[cfg(feature = "cuda")]
+pub mod kernels;
 pub mod os;

@@ -1,0 +1,191 @@
+// The Groth16 prover's device objects behind the handles of kernels/cuzk_kernels.h: a
+// circuit's parameters on one GPU (cuzk_gpu_srs) with the prover's working buffers, a
+// partition's buffers (cuzk_gpu_stage) and a circuit's recording (cuzk_gpu_rec). Every buffer
+// is an owning member (dev_vec_t, sppark's event_t and stream_t): deleting the object frees
+// it. Their sizes are computed here and nowhere else: the allocations and the working-set
+// estimate the Rust side places parameters by (cuzk_gpu_working_bytes) use the same functions.
+
+#ifndef CUZK_BUFFERS_CUH
+#define CUZK_BUFFERS_CUH
+
+#include <memory>
+
+#include "device.cuh"
+#include "msm.cuh"
+
+// Batches of the streamed H MSM hold at most this many bases (2 x 400 MB of device buffers).
+#define CUZK_STREAM_STRIDE ((size_t)1 << 22)
+
+// The sizes of one partition's buffers, for a circuit of 2^lg_domain constraints, n_inp inputs
+// and n_aux aux variables whose A and B queries have na and nb entries.
+struct stage_shape_t {
+    uint32_t lg_domain = 0;
+    size_t n_inp = 0, n_aux = 0, na = 0, nb = 0;
+
+    size_t domain() const { return (size_t)1 << lg_domain; }
+    size_t words_aux() const { return (n_aux + 63) / 64; }
+    size_t words_inp() const { return (n_inp + 63) / 64; }
+    // The three density bitmaps: A's aux bits, B's aux bits, B's input bits.
+    size_t bit_words() const { return 2 * words_aux() + words_inp(); }
+    // The compact witness's class bits (2 per aux value).
+    size_t class_words() const { return (n_aux + 31) / 32; }
+    // The L (aux), A and B scalars' split lists, one after the other.
+    size_t split() const { return n_aux + na + nb; }
+    // The others' gathered scalars and indices, first sized for 1 in 32 (0.4-1.6% of this
+    // project's values are neither 0 nor 1), then grown on demand.
+    size_t others() const { return split() / 32 + 1024; }
+
+    // Device memory of a stage of this shape as first made (the others' scalars at their
+    // guess; a compact witness's values, which only the witness upload needs, grow later).
+    size_t bytes() const
+    {
+        const size_t fr = sizeof(fr_t);
+        size_t b = 3 * domain() * fr + (n_aux + n_inp + na + nb) * fr;
+        b += bit_words() * (sizeof(uint64_t) + sizeof(uint32_t));
+        b += class_words() * sizeof(uint64_t);
+        b += split() * sizeof(uint32_t) + 6 * sizeof(uint32_t) + sizeof(unsigned long long);
+        b += (others() + others() / 4) * fr;  // the others' scalars
+        return b;
+    }
+};
+
+// One partition's inputs in device memory, with the stream that copies them in: while one
+// partition's kernels run, the next one's upload proceeds on its own stage.
+struct cuzk_gpu_stage {
+    int gpu;
+    stage_shape_t sh;
+    dev_vec_t<fr_t> abc;              // a, b, c: 3 x domain
+    dev_vec_t<fr_t> aux, inp;
+    dev_vec_t<fr_t> as;               // A's scalars: inputs, then aux in A's density
+    dev_vec_t<fr_t> bs;               // B's scalars: inputs in B's density, then aux in its density
+    dev_vec_t<uint64_t> bits;         // the three density bitmaps
+    dev_vec_t<uint32_t> pref;         // and their per-word prefix counts
+    dev_vec_t<uint64_t> classes;      // the compact witness: 2 class bits per aux value
+    dev_vec_t<uint32_t> oth_idx;      // and the others' indices and values (made on demand)
+    dev_vec_t<fr_t> oth_val;
+    dev_vec_t<unsigned long long> bad;  // the product's first unsatisfied row
+    // The L (aux), A and B scalars split by value (cuzk_classify): one index list per MSM, in
+    // turn (n_aux, na, nb entries), the ones from the front, the others from the back; their
+    // counts (ones, others per MSM) on the device and here; the others' scalars gathered (L's,
+    // then A's, then B's; grown on demand).
+    dev_vec_t<uint32_t> split_idx;
+    dev_vec_t<uint32_t> split_cnt;
+    uint32_t cnt[6] = {};
+    dev_vec_t<fr_t> tail_s;
+    bool loaded = false;
+    double ms_upload = 0, ms_split = 0;
+    // Last: made after the buffers, destroyed before them (after the destructor's wait).
+    stream_t stream;
+
+    // On the current device (sppark's index `gpu`).
+    cuzk_gpu_stage(int gpu_, const stage_shape_t& s) : gpu(gpu_), sh(s), stream(gpu_)
+    {
+        abc.reserve(3 * s.domain(), true);
+        aux.reserve(s.n_aux, true);
+        inp.reserve(s.n_inp, true);
+        as.reserve(s.na, true);
+        bs.reserve(s.nb, true);
+        bits.reserve(s.bit_words(), true);
+        pref.reserve(s.bit_words(), true);
+        classes.reserve(s.class_words(), true);
+        bad.reserve(1, true);
+        split_idx.reserve(s.split(), true);
+        split_cnt.reserve(6, true);
+        tail_s.reserve(s.others());
+    }
+    ~cuzk_gpu_stage() { (void)cudaStreamSynchronize(stream); }
+    cuzk_gpu_stage(const cuzk_gpu_stage&) = delete;
+    cuzk_gpu_stage& operator=(const cuzk_gpu_stage&) = delete;
+};
+
+// The prover's working buffers on one GPU, kept with the parameters: the MSM driver's buffers
+// (the H MSM's, sized at load; the tails' per curve, grown on demand), the others' bases
+// gathered for the tail MSMs, the five results' windows, and events.
+struct prove_ws_t {
+    typedef bucket_t::mem_t bucket_d;
+    typedef bucket2_t::mem_t bucket2_d;
+    msm_ws_t<bucket_t> h, g1;
+    msm_ws_t<bucket2_t> g2;
+    msm_events_t ev;
+    dev_vec_t<affine_d> tb1;
+    dev_vec_t<affine2_d> tb2;
+    dev_vec_t<bucket_d> res1;   // H, L, A, B(G1): CUZK_MAX_WINS + 1 windows each
+    dev_vec_t<bucket2_d> res2;  // B(G2)
+    timed_event_t tm[7];        // stage boundaries on the prover's stream (timed)
+
+    explicit prove_ws_t(int sms) : h(sms), g1(sms), g2(sms)
+    {
+        res1.reserve(4 * (CUZK_MAX_WINS + 1), true);
+        res2.reserve(CUZK_MAX_WINS + 1, true);
+    }
+    size_t bytes() const
+    {
+        return h.bytes() + g1.bytes() + g2.bytes() + tb1.bytes() + tb2.bytes() + res1.bytes() +
+               res2.bytes();
+    }
+    // At their largest for a circuit of stage shape `sh` (H MSM over the domain, resident
+    // bases; tail MSMs over the stage's first guess of others) on a GPU of `sms`
+    // multiprocessors.
+    static size_t bytes_for(const stage_shape_t& sh, int sms)
+    {
+        const size_t oth = sh.others();
+        const msm_shape_t tail = msm_shape(oth);
+        return msm_ws_t<bucket_t>::bytes_for(msm_shape(sh.domain() - 1), sms) +
+               msm_ws_t<bucket_t>::bytes_for(tail, sms) +
+               msm_ws_t<bucket2_t>::bytes_for(tail, sms) +
+               (oth + oth / 4) * (sizeof(affine_d) + sizeof(affine2_d)) +
+               (CUZK_MAX_WINS + 1) * (4 * sizeof(bucket_d) + sizeof(bucket2_d));
+    }
+};
+
+// A circuit's parameters for one GPU. Resident: the bases in device memory (the *_dev
+// members). Streamed: the bases stay in the caller's pinned host memory (cuzk_gpu_pin); h is
+// then the host address, copied in batch by batch through `hs`, and l, a, b1, b2 are the
+// device's mapping of the host arrays, read over the bus by the kernels that gather and sum
+// them.
+struct cuzk_gpu_srs {
+    int gpu = 0;  // sppark's index of the device
+    bool streamed = false;
+    size_t nh = 0, nl = 0, na = 0, nb = 0;
+    dev_vec_t<affine_d> h_dev, l_dev, a_dev, b1_dev;
+    dev_vec_t<affine2_d> b2_dev;
+    const affine_d* h = nullptr;  // what the kernels read
+    const affine_d* l = nullptr;
+    const affine_d* a = nullptr;
+    const affine_d* b1 = nullptr;
+    const affine2_d* b2 = nullptr;
+    std::unique_ptr<prove_ws_t> ws;              // calls on one GPU do not overlap
+    std::unique_ptr<base_stream_t<affine_d>> hs;  // streamed: the H bases' device buffers
+
+    // Device memory held (while no call on this GPU runs).
+    size_t bytes() const
+    {
+        return h_dev.bytes() + l_dev.bytes() + a_dev.bytes() + b1_dev.bytes() + b2_dev.bytes() +
+               (ws ? ws->bytes() : 0) + (hs ? hs->bytes() : 0);
+    }
+};
+
+// A circuit's recording on one GPU (see the sparse product in kernels.cuh).
+struct cuzk_gpu_rec {
+    int gpu = 0;
+    size_t rows = 0, n_inp = 0, n_aux = 0, n_dict = 0;
+    dev_vec_t<uint32_t> row_start[3];
+    dev_vec_t<uint32_t> cols[3];
+    dev_vec_t<uint16_t> coeffs[3];
+    dev_vec_t<fr_t> dict;
+
+    size_t bytes() const
+    {
+        size_t b = dict.bytes();
+        for (int k = 0; k < 3; k++)
+            b += row_start[k].bytes() + cols[k].bytes() + coeffs[k].bytes();
+        return b;
+    }
+};
+
+// Recordings take ~45 bytes per constraint (three matrices' columns and codes, row starts).
+#define CUZK_REC_BYTES_PER_ROW 45
+// Device memory left free beside the estimate, for the CUDA context and allocation slack.
+#define CUZK_SPARE_BYTES ((size_t)512 << 20)
+
+#endif  // CUZK_BUFFERS_CUH
