@@ -12,7 +12,7 @@ CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -Iinclude
 DEADLINE = timeout --foreground --kill-after=30s
 CBUILD := tests/c/build
 
-.PHONY: all build build-cuda demo test fixtures header header-check test-rust test-c test-go test-cuda test-gpu go-pc go-pc-cuda dev-go clean
+.PHONY: all build build-cuda dev demo test fixtures header header-check test-rust test-c test-go test-cuda test-gpu go-pc go-pc-cuda dev-go clean
 
 all: build
 
@@ -140,6 +140,18 @@ test-gpu: build-cuda fixtures
 	$(CUDA_ENV) && CUZK_TEST_GPU=1 $(DEADLINE) 20m $(CARGO) test --release --locked --features cuda --test gpu -- --nocapture
 	cd go-bindings && CUZK_EXPECT_GPU=1 CUZK_TEST_C1=$(FIXTURE_C1) $(GO) test -tags cuzk_cuda -count=1 -timeout 20m -v -run 'TestCudaBuild' . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
 	@echo "make test-gpu: the GPU checks passed"
+
+## Everything scripts/device-plan.sh runs on a GPU machine (which has no Rust or Go), built here,
+## stripped and gzipped into .dev/ (the device tool carries at most 64 MiB): the cuda CLI, the
+## kernels' tests (tests/gpu.rs), the C ABI test linked with the cuda library, the Go test.
+dev: dev-go
+	$(CUDA_ENV) && $(CARGO) test --release --locked --features cuda --test gpu --no-run --message-format=json 2>/dev/null \
+	  | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1 | xargs -I{} cp {} .dev/gpu.test
+	cp target/cuda/cuzk .dev/cuzk
+	$(CC) -O1 -o .dev/test_ffi_cuda tests/c/test_ffi.c -Iinclude target/cuda/libcuzk.a -lstdc++ -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+	strip .dev/cuzk .dev/gpu.test .dev/test_ffi_cuda
+	gzip -f .dev/cuzk .dev/gpu.test .dev/test_ffi_cuda .dev/go/cuzk-go.test
+	ls -la .dev .dev/go
 
 ## The Go test binary for the GPU machines (device tool, scripts/device-plan.sh h200-go):
 ## .dev/go/cuzk-go.test, linked with the cuda library, stripped.

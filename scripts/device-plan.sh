@@ -267,6 +267,15 @@ case ${1:-} in
     $D setup p10
     $D bench p10 p10 10 -j 8
     ;;
+  h200-kernels)
+    # issue 23: kernels/ rebuilt on owning buffers and one header: make test-gpu's checks, then
+    # compute-sanitizer (memcheck, racecheck) over a self-test and the fixed-base kernel.
+    $D info
+    $D setup 2k
+    $D gpu-checks
+    $D sanitize 4096
+    $D sanitize-fixed-base
+    ;;
   h200-go)
     # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
     # every Go test and example, the cuda test requiring "cuda:" devices in the timeline.
@@ -274,7 +283,7 @@ case ${1:-} in
     $D setup 2k
     $D go
     ;;
-  *) echo "usage: $0 h200-gpu-checks|h200-restructure|h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
+  *) echo "usage: $0 h200-gpu-checks|h200-restructure|h200-kernels|h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"
