@@ -146,6 +146,7 @@ test-gpu: build-cuda fixtures
 ## kernels' tests (tests/gpu.rs), the C ABI test linked with the cuda library, the Go test.
 dev: dev-go
 	$(CUDA_ENV) && $(CARGO) test --release --locked --features cuda --test gpu --no-run --message-format=json 2>/dev/null \
+	  | grep '"kind":\["test"\],"crate_types":\["bin"\],"name":"gpu"' \
 	  | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1 | xargs -I{} cp {} .dev/gpu.test
 	cp target/cuda/cuzk .dev/cuzk
 	$(CC) -O1 -o .dev/test_ffi_cuda tests/c/test_ffi.c -Iinclude target/cuda/libcuzk.a -lstdc++ -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
