@@ -8,7 +8,8 @@
 //! Layers, each importing only from the ones before it:
 //! [`error`], [`logging`], [`timeline`], [`budget`], [`sys`] → [`params`] → [`prover`] → [`pce`] → [`porep`] →
 //! [`engine`] → [`ffi`]. The command line's and the tests' tools (fixtures, benchmarks, timeline
-//! analysis and drawing) are in `src/tools/`, outside this library.
+//! analysis and drawing) are the workspace's `cuzk-tools` crate (`tools/`) and the command line
+//! `cuzk-cli` (`cli/`), outside this library.
 
 #![deny(unsafe_code)]
 

@@ -1,4 +1,4 @@
-//! Unit tests of the tools in `src/tools/` (timeline analysis, the call benchmark's arguments),
+//! Unit tests of the tools of the `cuzk-tools` crate (`tools/`) (timeline analysis, the call benchmark's arguments),
 //! which live outside the library.
 
 mod common;

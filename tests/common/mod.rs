@@ -3,10 +3,7 @@
 
 use std::path::PathBuf;
 
-// Each test uses a part of the tools.
-#[allow(unused_imports)]
-#[path = "../../src/tools/mod.rs"]
-pub mod tools;
+pub use cuzk_tools as tools;
 
 use cuzk::{
     engine,

@@ -2,8 +2,8 @@
 //! test fixtures (small sealed sectors, random parameters, filecoin-proofs' own C2), timeline
 //! analysis and the SVG waterfall, the prover call benchmark and the device self-test.
 //!
-//! The CLI (`src/bin/cuzk/`) and the integration tests (`tests/common/`) compile this tree in
-//! with `#[path]`; it uses cuzk only through the library's public API (`cuzk::...`).
+//! A crate of the workspace beside the library: the CLI (`cli/`) and the library's integration
+//! tests (`tests/`) depend on it. It uses cuzk only through the library's public API.
 
 pub mod analysis;
 pub mod calls;

@@ -1,5 +1,5 @@
 //! `cuzk`: prove, verify, make fixtures, benchmark, analyse timelines, demo. One module per
-//! command; the tools they share with the tests (`src/tools/`) are compiled in here.
+//! command; the tools they share with the tests are the `cuzk-tools` crate (`tools/`).
 
 mod bench_batch;
 mod bench_c2;
@@ -11,13 +11,11 @@ mod params;
 mod prove;
 mod selftest;
 mod setup;
-// Shared with the tests, which use parts the CLI does not.
-#[allow(dead_code, unused_imports)]
-#[path = "../../tools/mod.rs"]
-mod tools;
 mod waterfall;
 
 use std::{path::PathBuf, process::ExitCode};
+
+use cuzk_tools as tools;
 
 use clap::{Args, Parser, Subcommand};
 use cuzk::{

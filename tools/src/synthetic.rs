@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use filecoin_hashers::{
     poseidon::{PoseidonDomain, PoseidonFunction, PoseidonHasher},
     sha256::{Sha256Domain, Sha256Function, Sha256Hasher},
-    Domain, HashFunction, Hasher,
+    HashFunction,
 };
 use filecoin_proofs::{
     MerkleTreeTrait, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB,
