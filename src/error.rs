@@ -43,51 +43,39 @@ pub enum Status {
 }
 
 impl Status {
-    /// All statuses, in code order.
-    const ALL: [Status; 16] = [
-        Status::Ok,
-        Status::InvalidArgument,
-        Status::InvalidInput,
-        Status::Unsupported,
-        Status::Params,
-        Status::Proving,
-        Status::VerifyFailed,
-        Status::Cancelled,
-        Status::Timeout,
-        Status::NotFound,
-        Status::NotRunning,
-        Status::ResourceExhausted,
-        Status::Panic,
-        Status::Internal,
-        Status::AlreadyRunning,
-        Status::InCallback,
+    /// Every status with its stable name, in code order: the one list beside the enum (which
+    /// cbindgen reads). Its order is checked at compile time below, and its completeness
+    /// against the generated header's `CUZK_STATUS_*` by a test.
+    pub(crate) const NAMES: [(Status, &'static std::ffi::CStr); 16] = [
+        (Status::Ok, c"OK"),
+        (Status::InvalidArgument, c"INVALID_ARGUMENT"),
+        (Status::InvalidInput, c"INVALID_INPUT"),
+        (Status::Unsupported, c"UNSUPPORTED"),
+        (Status::Params, c"PARAMS"),
+        (Status::Proving, c"PROVING"),
+        (Status::VerifyFailed, c"VERIFY_FAILED"),
+        (Status::Cancelled, c"CANCELLED"),
+        (Status::Timeout, c"TIMEOUT"),
+        (Status::NotFound, c"NOT_FOUND"),
+        (Status::NotRunning, c"NOT_RUNNING"),
+        (Status::ResourceExhausted, c"RESOURCE_EXHAUSTED"),
+        (Status::Panic, c"PANIC"),
+        (Status::Internal, c"INTERNAL"),
+        (Status::AlreadyRunning, c"ALREADY_RUNNING"),
+        (Status::InCallback, c"IN_CALLBACK"),
     ];
 
     /// The status with this code, if any.
     pub fn from_code(code: i32) -> Option<Status> {
-        Self::ALL.iter().copied().find(|s| *s as i32 == code)
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| Self::NAMES.get(i))
+            .map(|(s, _)| *s)
     }
 
     /// Stable upper-case name as a C string, as used in logs, the C ABI and the Go bindings.
     pub fn c_name(self) -> &'static std::ffi::CStr {
-        match self {
-            Status::Ok => c"OK",
-            Status::InvalidArgument => c"INVALID_ARGUMENT",
-            Status::InvalidInput => c"INVALID_INPUT",
-            Status::Unsupported => c"UNSUPPORTED",
-            Status::Params => c"PARAMS",
-            Status::Proving => c"PROVING",
-            Status::VerifyFailed => c"VERIFY_FAILED",
-            Status::Cancelled => c"CANCELLED",
-            Status::Timeout => c"TIMEOUT",
-            Status::NotFound => c"NOT_FOUND",
-            Status::NotRunning => c"NOT_RUNNING",
-            Status::ResourceExhausted => c"RESOURCE_EXHAUSTED",
-            Status::Panic => c"PANIC",
-            Status::Internal => c"INTERNAL",
-            Status::AlreadyRunning => c"ALREADY_RUNNING",
-            Status::InCallback => c"IN_CALLBACK",
-        }
+        Self::NAMES[self as usize].1
     }
 
     /// Stable upper-case name.
@@ -95,6 +83,15 @@ impl Status {
         self.c_name().to_str().expect("ASCII")
     }
 }
+
+// NAMES[i] is the status of code i.
+const _: () = {
+    let mut i = 0;
+    while i < Status::NAMES.len() {
+        assert!(Status::NAMES[i].0 as usize == i);
+        i += 1;
+    }
+};
 
 /// An error with a status code and a human-readable message.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -65,39 +65,41 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    const ALL: [EventKind; 10] = [
-        EventKind::JobQueued,
-        EventKind::SynthStart,
-        EventKind::SynthEnd,
-        EventKind::ChanSend,
-        EventKind::GpuPickup,
-        EventKind::GpuStart,
-        EventKind::GpuEnd,
-        EventKind::JobDone,
-        EventKind::JobFailed,
-        EventKind::JobCancelled,
+    /// Every kind with its log name, in code order: the one list beside the enum (which
+    /// cbindgen reads). Its order is checked at compile time below, and its completeness
+    /// against the generated header's `CUZK_EVENT_KIND_*` by a test.
+    const NAMES: [(EventKind, &'static str); 10] = [
+        (EventKind::JobQueued, "JOB_QUEUED"),
+        (EventKind::SynthStart, "SYNTH_START"),
+        (EventKind::SynthEnd, "SYNTH_END"),
+        (EventKind::ChanSend, "CHAN_SEND"),
+        (EventKind::GpuPickup, "GPU_PICKUP"),
+        (EventKind::GpuStart, "GPU_START"),
+        (EventKind::GpuEnd, "GPU_END"),
+        (EventKind::JobDone, "JOB_DONE"),
+        (EventKind::JobFailed, "JOB_FAILED"),
+        (EventKind::JobCancelled, "JOB_CANCELLED"),
     ];
 
     /// The kind with this log name (`SYNTH_START`, ...).
     pub fn from_name(name: &str) -> Option<EventKind> {
-        Self::ALL.iter().copied().find(|k| k.name() == name)
+        Self::NAMES.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
     }
 
+    /// The kind's log name (as the header's `CUZK_EVENT_KIND_` suffix).
     pub fn name(self) -> &'static str {
-        match self {
-            EventKind::JobQueued => "JOB_QUEUED",
-            EventKind::SynthStart => "SYNTH_START",
-            EventKind::SynthEnd => "SYNTH_END",
-            EventKind::ChanSend => "CHAN_SEND",
-            EventKind::GpuPickup => "GPU_PICKUP",
-            EventKind::GpuStart => "GPU_START",
-            EventKind::GpuEnd => "GPU_END",
-            EventKind::JobDone => "JOB_DONE",
-            EventKind::JobFailed => "JOB_FAILED",
-            EventKind::JobCancelled => "JOB_CANCELLED",
-        }
+        Self::NAMES[self as usize].1
     }
 }
+
+// NAMES[i] is the kind of code i.
+const _: () = {
+    let mut i = 0;
+    while i < EventKind::NAMES.len() {
+        assert!(EventKind::NAMES[i].0 as usize == i);
+        i += 1;
+    }
+};
 
 /// Partition value of job-level events (in the C ABI: `CUZK_NO_PARTITION`).
 /// cbindgen:ignore
@@ -455,6 +457,36 @@ pub fn log_line(ev: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The enumerators `PREFIX<NAME> = <code>,` of the generated header, in its order.
+    fn header_enum(prefix: &str) -> Vec<(String, i64)> {
+        let h = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/cuzk.h"))
+            .expect("include/cuzk.h");
+        h.lines()
+            .filter_map(|l| l.trim().strip_prefix(prefix))
+            .filter_map(|l| {
+                let (name, code) = l.trim_end_matches(',').split_once(" = ")?;
+                Some((name.to_string(), code.trim().parse().ok()?))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_name_tables_cover_every_enumerator_of_the_header() {
+        let st = header_enum("CUZK_STATUS_");
+        assert_eq!(st.len(), crate::Status::NAMES.len(), "{st:?}");
+        for (name, code) in &st {
+            let s = crate::Status::from_code(*code as i32).expect(name);
+            assert_eq!((s.name(), s as i64), (name.as_str(), *code));
+        }
+        assert_eq!(crate::Status::from_code(st.len() as i32), None);
+        let ev = header_enum("CUZK_EVENT_KIND_");
+        assert_eq!(ev.len(), EventKind::NAMES.len(), "{ev:?}");
+        for (name, code) in &ev {
+            let k = EventKind::from_name(name).expect(name);
+            assert_eq!(k as i64, *code, "{name}");
+        }
+    }
 
     fn recorder() -> (Sink, Arc<parking_lot::Mutex<Vec<u64>>>) {
         let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
