@@ -1,106 +1,19 @@
-//! The prover dispatcher with several devices, on the CPU: a simulated two-device backend
-//! (each "device" proves with the CPU prover) whose devices can fail by injection. A failed
+//! The prover dispatcher with several devices, on the CPU: two simulated devices
+//! (`common::sim`, each proving with the CPU prover) whose devices can fail by injection. A failed
 //! partition is proved again on the CPU and its job still verifies; a device taken out of
 //! service mid-run gets no more partitions, which go to the other device. (Three devices:
 //! tests/multi_gpu.rs.)
 
 mod common;
 
-use std::sync::{
-    atomic::{AtomicBool, AtomicU64, Ordering},
-    Arc, Mutex,
-};
+use std::sync::{atomic::Ordering, Arc, Mutex};
 
-use bellperson::groth16::Proof;
-use blstrs::{Bls12, Scalar as Fr};
+use common::sim::{Answer, HostParams, SimGpus, SimState};
 use cuzk::{
     engine::{Config, Engine, JobRequest},
-    params::Srs,
-    prover::{cpu::CpuProver, ProverBackend, ProvingAssignment, StageTimes},
     timeline::EventKind,
     FixtureShape, Status,
 };
-
-#[derive(Default)]
-struct Shared {
-    enabled: [AtomicBool; 2],
-    fail_next: [AtomicU64; 2],
-    /// (device, ok) for every partition given to a device.
-    log: Mutex<Vec<(usize, bool)>>,
-}
-
-/// Two simulated GPUs: a batch puts item i on the i-th enabled device.
-struct SimTwo(Arc<Shared>);
-
-impl ProverBackend for SimTwo {
-    fn name(&self) -> &'static str {
-        "sim"
-    }
-    fn is_gpu(&self) -> bool {
-        true
-    }
-    fn devices(&self) -> Vec<String> {
-        vec!["sim:0".into(), "sim:1".into()]
-    }
-    fn max_batch(&self) -> usize {
-        self.0
-            .enabled
-            .iter()
-            .filter(|e| e.load(Ordering::SeqCst))
-            .count()
-    }
-    fn set_enabled(&self, device: usize, on: bool) -> bool {
-        self.0.enabled[device].store(on, Ordering::SeqCst);
-        true
-    }
-    fn prepare(&self, srs: &Srs) -> cuzk::Result<()> {
-        srs.params().map(|_| ())
-    }
-    fn prove(
-        &self,
-        asg: &mut Option<ProvingAssignment>,
-        srs: &Srs,
-        r: Fr,
-        s: Fr,
-        times: &mut StageTimes,
-    ) -> cuzk::Result<Proof<Bls12>> {
-        cuzk::prover::prove_one_as_batch(self, asg, srs, r, s, times)
-    }
-    fn prove_batch(
-        &self,
-        asgs: &mut [Option<ProvingAssignment>],
-        srs: &Srs,
-        rs: &[Fr],
-        ss: &[Fr],
-        times: &mut [StageTimes],
-    ) -> Vec<(usize, cuzk::Result<Proof<Bls12>>)> {
-        let devs: Vec<usize> = (0..2)
-            .filter(|&d| self.0.enabled[d].load(Ordering::SeqCst))
-            .collect();
-        assert!(
-            asgs.len() <= devs.len(),
-            "batch of {} for {} devices",
-            asgs.len(),
-            devs.len()
-        );
-        (0..asgs.len())
-            .map(|i| {
-                let d = devs[i];
-                let fail = self.0.fail_next[d]
-                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
-                    .is_ok();
-                let res = if fail {
-                    // Like a GPU: the assignment stays for the engine's retry.
-                    Err(cuzk::Error::proving(format!("sim:{d}: injected fault")))
-                } else {
-                    CpuProver.prove(&mut asgs[i], srs, rs[i], ss[i], &mut times[i])
-                };
-                self.0.log.lock().unwrap().push((d, res.is_ok()));
-                (d, res)
-            })
-            .collect()
-    }
-}
 
 #[test]
 fn failed_device_partitions_finish_elsewhere_and_verify() {
@@ -109,20 +22,16 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
         layers: 0,
     };
     let (spec, _, c1) = common::fixture(shape);
-    let shared = Arc::new(Shared::default());
-    shared
-        .enabled
-        .iter()
-        .for_each(|e| e.store(true, Ordering::SeqCst));
+    let sim = Arc::new(SimState::cpu(2));
     // The first partition given to device 0 fails.
-    shared.fail_next[0].store(1, Ordering::SeqCst);
+    sim.fail_next[0].store(1, Ordering::SeqCst);
     let engine = Engine::start_with_backends(
         Config {
             params_dir: common::params_dir(),
             synthesis_workers: 2,
             ..Config::default()
         },
-        vec![Box::new(SimTwo(shared.clone()))],
+        vec![Box::new(SimGpus(sim.clone()))],
     )
     .unwrap();
     assert_eq!(engine.status().devices.len(), 2);
@@ -142,7 +51,7 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
         cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &out.proof)
             .unwrap()
     );
-    let log = shared.log.lock().unwrap().clone();
+    let log = sim.placed();
     assert_eq!(log.iter().filter(|(_, ok)| !ok).count(), 1, "{log:?}");
     assert_eq!(log[0], (0, false), "{log:?}");
     let st = engine.status();
@@ -163,7 +72,7 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
     // Device 0 out of service mid-run: job 2 goes to device 1 only.
     engine.set_device_enabled(0, false).unwrap();
     assert!(!engine.status().devices[0].enabled);
-    shared.log.lock().unwrap().clear();
+    sim.log.lock().unwrap().clear();
     let out = engine.prove(req.clone()).unwrap();
     assert!(out.verified);
     assert!(
@@ -175,12 +84,7 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
         cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &out.proof)
             .unwrap()
     );
-    assert!(shared
-        .log
-        .lock()
-        .unwrap()
-        .iter()
-        .all(|&(d, ok)| d == 1 && ok));
+    assert!(sim.placed().iter().all(|&(d, ok)| d == 1 && ok));
 
     // Bad device index: a clear error.
     assert_eq!(
@@ -188,146 +92,6 @@ fn failed_device_partitions_finish_elsewhere_and_verify() {
         Status::InvalidArgument
     );
     engine.shutdown().unwrap();
-}
-
-/// What one simulated GPU call does, by call number (from 1).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Call {
-    /// Wait at the gate, then answer with dummy proofs.
-    Gated,
-    /// A device fault for every partition of the call.
-    Fault,
-    /// Dummy proofs (they fail the self-check, which these engines turn off or ignore).
-    Dummy,
-}
-
-/// One simulated GPU taking batches of up to `width`, scripted per call; holds a parameter copy
-/// in the budget the way cuzk's GPU prover does when it streams them, or (`keeps_copy` false)
-/// reads the parameters for a moment the way it does when they are resident on the GPU.
-struct SimOne {
-    width: usize,
-    script: Vec<Call>,
-    /// What calls past the script do.
-    then: Call,
-    gate: Arc<common::Gate>,
-    calls: Arc<Mutex<Vec<(Call, usize)>>>,
-    enabled: AtomicBool,
-    /// Answers of `probe`, in turn (then Ok).
-    probes: Arc<Mutex<Vec<bool>>>,
-    resident: Mutex<Option<cuzk::budget::Reservation>>,
-    keeps_copy: bool,
-}
-
-impl SimOne {
-    fn new(width: usize, script: Vec<Call>, then: Call) -> Self {
-        SimOne {
-            width,
-            script,
-            then,
-            gate: Arc::default(),
-            calls: Arc::default(),
-            enabled: AtomicBool::new(true),
-            probes: Arc::default(),
-            resident: Mutex::default(),
-            keeps_copy: true,
-        }
-    }
-}
-
-impl ProverBackend for SimOne {
-    fn name(&self) -> &'static str {
-        "sim"
-    }
-    fn is_gpu(&self) -> bool {
-        true
-    }
-    fn max_batch(&self) -> usize {
-        if self.enabled.load(Ordering::SeqCst) {
-            self.width
-        } else {
-            0
-        }
-    }
-    fn set_enabled(&self, _: usize, on: bool) -> bool {
-        self.enabled.store(on, Ordering::SeqCst);
-        true
-    }
-    fn probe(&self, _: usize) -> cuzk::Result<()> {
-        let mut p = self.probes.lock().unwrap();
-        if !p.is_empty() && !p.remove(0) {
-            return Err(cuzk::Error::proving("sim: probe failed"));
-        }
-        Ok(())
-    }
-    fn keeps_host_copy(&self) -> bool {
-        self.keeps_copy
-    }
-    fn prepare(&self, srs: &Srs) -> cuzk::Result<()> {
-        if !self.keeps_copy {
-            // Read into host memory, copied to the device, let go.
-            return srs
-                .budget()
-                .try_acquire(srs.file_len)
-                .map(drop)
-                .ok_or_else(|| {
-                    cuzk::Error::new(Status::ResourceExhausted, "sim: no room to read")
-                });
-        }
-        let mut r = self.resident.lock().unwrap();
-        if r.is_none() {
-            *r = Some(
-                srs.budget()
-                    .try_acquire_resident(srs.file_len)
-                    .ok_or_else(|| {
-                        cuzk::Error::new(Status::ResourceExhausted, "sim: parameters do not fit")
-                    })?,
-            );
-        }
-        Ok(())
-    }
-    fn release(&self) {
-        self.resident.lock().unwrap().take();
-    }
-    fn prove(
-        &self,
-        asg: &mut Option<ProvingAssignment>,
-        srs: &Srs,
-        r: Fr,
-        s: Fr,
-        times: &mut StageTimes,
-    ) -> cuzk::Result<Proof<Bls12>> {
-        cuzk::prover::prove_one_as_batch(self, asg, srs, r, s, times)
-    }
-    fn prove_batch(
-        &self,
-        asgs: &mut [Option<ProvingAssignment>],
-        _: &Srs,
-        _: &[Fr],
-        _: &[Fr],
-        _: &mut [StageTimes],
-    ) -> Vec<(usize, cuzk::Result<Proof<Bls12>>)> {
-        let n = {
-            let mut c = self.calls.lock().unwrap();
-            let what = self.script.get(c.len()).copied().unwrap_or(self.then);
-            c.push((what, asgs.len()));
-            what
-        };
-        if n == Call::Gated {
-            self.gate.wait();
-        }
-        (0..asgs.len())
-            .map(|i| {
-                let res = match n {
-                    Call::Fault => Err(cuzk::Error::proving("sim: injected device fault")),
-                    _ => {
-                        asgs[i].take();
-                        Ok(common::dummy_proof())
-                    }
-                };
-                (0, res)
-            })
-            .collect()
-    }
 }
 
 /// The fixture's parameter file size and one partition's reservation (what the engine computes
@@ -351,7 +115,7 @@ fn sizes_and_cpu(rep: &common::tools::fixture::SetupReport) -> (u64, u64, u64) {
 /// An engine proving on `sim` (a stub standing in for the CPU's retries) with `cfg`'s settings,
 /// no self-check and exact budget arithmetic: full synthesis, no recording held beside the
 /// partitions.
-fn sim_engine(sim: SimOne, cfg: Config) -> Arc<Engine> {
+fn sim_engine(sim: &Arc<SimState>, cfg: Config) -> Arc<Engine> {
     Arc::new(
         Engine::start_with_fallback(
             Config {
@@ -360,7 +124,7 @@ fn sim_engine(sim: SimOne, cfg: Config) -> Arc<Engine> {
                 synthesis: Some(cuzk::engine::SynthesisMode::Full),
                 ..cfg
             },
-            vec![Box::new(sim)],
+            vec![Box::new(SimGpus(sim.clone()))],
             Box::new(common::Stub::default()),
         )
         .unwrap(),
@@ -389,8 +153,8 @@ fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
     };
     let (spec, _, c1) = common::fixture(FixtureShape::default());
     let (spec2, _, c1_p2) = common::fixture(p2);
-    let sim = SimOne::new(2, vec![Call::Gated, Call::Fault], Call::Dummy);
-    let (gate, calls) = (sim.gate.clone(), sim.calls.clone());
+    let sim = Arc::new(SimState::dummy(2, vec![Answer::Dummy, Answer::Fault]).gated(1));
+    let gate = sim.gates[0].clone();
     let engine = Arc::new(
         Engine::start_with_backends(
             Config {
@@ -399,7 +163,7 @@ fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
                 synthesis_lookahead: 4,
                 ..Config::default()
             },
-            vec![Box::new(sim)],
+            vec![Box::new(SimGpus(sim.clone()))],
         )
         .unwrap(),
     );
@@ -445,12 +209,8 @@ fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
         }
         (a, b)
     });
-    assert_eq!(
-        calls.lock().unwrap()[1],
-        (Call::Fault, 2),
-        "{:?}",
-        calls.lock().unwrap()
-    );
+    let calls = sim.calls.lock().unwrap().clone();
+    assert_eq!(calls[1], (Answer::Fault, 2), "{calls:?}");
     let st = engine.status();
     assert!(
         st.devices[0].enabled,
@@ -485,11 +245,10 @@ fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
 #[test]
 fn a_device_out_for_faults_comes_back_after_a_passed_probe_and_an_operators_stays_out() {
     let (spec, _, c1) = common::fixture(FixtureShape::default());
-    let sim = SimOne::new(1, vec![Call::Fault; 3], Call::Dummy);
+    let sim = Arc::new(SimState::dummy(1, vec![Answer::Fault; 3]));
     // The first probe fails, the second passes.
     *sim.probes.lock().unwrap() = vec![false, true];
-    let calls = sim.calls.clone();
-    let probes = sim.probes.clone();
+    let s = sim.clone();
     let engine = Arc::new(
         Engine::start_with_fallback(
             Config {
@@ -499,7 +258,7 @@ fn a_device_out_for_faults_comes_back_after_a_passed_probe_and_an_operators_stay
                 device_cooldown: std::time::Duration::from_millis(300),
                 ..Config::default()
             },
-            vec![Box::new(sim)],
+            vec![Box::new(SimGpus(sim.clone()))],
             Box::new(common::Stub::default()),
         )
         .unwrap(),
@@ -536,7 +295,7 @@ fn a_device_out_for_faults_comes_back_after_a_passed_probe_and_an_operators_stay
             on_cpu >= 1,
             "a job between the failed and the passed probe goes to the CPU"
         );
-        assert!(probes.lock().unwrap().is_empty(), "both probes ran");
+        assert!(s.probes.lock().unwrap().is_empty(), "both probes ran");
         let dv = e.status().devices[0].clone();
         assert!(dv.enabled && dv.readmissions == 1, "{dv:?}");
         // Taken out by the operator: never probed, stays out.
@@ -553,12 +312,8 @@ fn a_device_out_for_faults_comes_back_after_a_passed_probe_and_an_operators_stay
         assert!(!prove().partitions[0].cpu_retry);
     });
     // The GPU saw 3 faulted calls, the call after the re-admission and the last one.
-    assert_eq!(
-        calls.lock().unwrap().len(),
-        5,
-        "{:?}",
-        calls.lock().unwrap()
-    );
+    let calls = sim.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 5, "{calls:?}");
     engine.shutdown().unwrap();
     assert_eq!(engine.status().memory_reserved, 0);
 }
@@ -583,10 +338,10 @@ fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
         "fixture sizes changed"
     );
     for (budget, fits) in [(fits_budget, true), (never_budget, false)] {
-        let sim = SimOne::new(1, vec![Call::Gated, Call::Fault], Call::Dummy);
-        let gate = sim.gate.clone();
+        let sim = Arc::new(SimState::dummy(1, vec![Answer::Dummy, Answer::Fault]).gated(1));
+        let gate = sim.gates[0].clone();
         let engine = sim_engine(
-            sim,
+            &sim,
             Config {
                 synthesis_workers: 2,
                 memory_budget: budget,
@@ -633,10 +388,11 @@ fn a_cpu_retry_waits_for_memory_and_fails_only_when_it_could_never_fit() {
 
 /// An engine on `sim` with `budget` bytes, two synthesis workers and two job slots, and the
 /// gate of its scripted call.
-fn admission_engine(sim: SimOne, budget: u64) -> (Arc<Engine>, Arc<common::Gate>) {
-    let gate = sim.gate.clone();
+fn admission_engine(sim: SimState, budget: u64) -> (Arc<Engine>, Arc<common::Gate>) {
+    let sim = Arc::new(sim.gated(1));
+    let gate = sim.gates[0].clone();
     let engine = sim_engine(
-        sim,
+        &sim,
         Config {
             synthesis_workers: 2,
             memory_budget: budget,
@@ -658,7 +414,7 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
     // The parameters' device copy (held in the budget by the simulated GPU) and one and a
     // half partitions.
     let budget = file + part + part / 2;
-    let (engine, gate) = admission_engine(SimOne::new(1, vec![Call::Gated], Call::Dummy), budget);
+    let (engine, gate) = admission_engine(SimState::dummy(1, vec![]), budget);
     let proof = spec.proof;
     let e = engine.clone();
     common::within(600, "admission under load", move || {
@@ -756,8 +512,8 @@ fn admission_counts_a_passing_parameter_read_as_room_for_a_moment_only() {
         budget - file < part,
         "the fixture's sizes make this test vacuous"
     );
-    let mut sim = SimOne::new(1, vec![Call::Gated], Call::Dummy);
-    sim.keeps_copy = false;
+    let mut sim = SimState::dummy(1, vec![]);
+    sim.params = HostParams::Passing;
     let (engine, gate) = admission_engine(sim, budget);
     let proof = spec.proof;
     let e = engine.clone();
@@ -798,10 +554,10 @@ fn admission_counts_a_passing_parameter_read_as_room_for_a_moment_only() {
 fn admission_counts_only_the_work_ahead_of_the_new_jobs_priority() {
     let (spec, rep, c1) = common::fixture(FixtureShape::default());
     let (file, part) = sizes(&rep);
-    let sim = SimOne::new(1, vec![Call::Gated], Call::Dummy);
-    let gate = sim.gate.clone();
+    let sim = Arc::new(SimState::dummy(1, vec![]).gated(1));
+    let gate = sim.gates[0].clone();
     let engine = sim_engine(
-        sim,
+        &sim,
         Config {
             // One worker: once it waits for memory (X), Y stays in the synthesis queue.
             synthesis_workers: 1,

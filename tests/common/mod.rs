@@ -1,5 +1,8 @@
-//! Shared helpers for the integration tests: cached fixtures and parameters.
+//! Shared helpers for the integration tests: cached fixtures and parameters, gates, stub and
+//! simulated provers.
 #![allow(dead_code)]
+
+pub mod sim;
 
 use std::path::PathBuf;
 
