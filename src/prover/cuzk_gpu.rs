@@ -30,7 +30,7 @@ use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 use parking_lot::Mutex;
 
 use super::{
-    cpu::{assemble_proof, check_size},
+    groth16::{assemble_proof, check_size},
     prove_one_as_batch, ClassedWitness, GpuParams, ProverBackend, ProvingAssignment, SparseR1cs,
     StageTimes,
 };
