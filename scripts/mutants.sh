@@ -41,7 +41,7 @@ add verify-says-yes src/porep/verify.rs \
   '    let parsed = super::parse_c1(c1_json)?;' \
   '    if !proof.is_empty() { return Ok(true); } let parsed = super::parse_c1(c1_json)?;' \
   'timeout 900 cargo test --release --locked --test e2e_2kib real_2kib_sector_proves_and_filecoin_proofs_verifies'
-add self-check-says-yes src/engine/dispatch.rs \
+add self-check-says-yes src/engine/assembly.rs \
   '        if !ok {' \
   '        if false && !ok {' \
   'timeout 900 cargo test --release --locked --test e2e_2kib self_check_catches_a_wrong_proof'

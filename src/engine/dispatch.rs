@@ -1,6 +1,7 @@
 //! Prover dispatch: one prover worker per backend takes ready partitions in batches and proves
 //! them; a partition a GPU failed on goes to the CPU retry worker, so that the GPU's worker goes
-//! on with the next call at once; finished jobs are assembled and self-checked.
+//! on with the next call at once; a job's last proof hands it to `assembly` (assembled and
+//! self-checked).
 //!
 //! Each worker loop catches panics: a panic fails the jobs of the batch it was working on
 //! (PANIC) and the worker keeps serving.
@@ -11,16 +12,17 @@ use std::{
     time::Instant,
 };
 
-use bellperson::groth16::{verify_proofs_batch, Proof};
+use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar as Fr};
 use ff::Field;
 use rand::rngs::OsRng;
 
 use super::{
+    assembly::complete,
     finish::finish,
     handoff::{release_retries_of, ProveItem, RetryItem, Work},
     health,
-    jobs::{ms, Job, JobOutput, PartitionReport},
+    jobs::{ms, Job, PartitionReport},
     synth, Inner,
 };
 use crate::{
@@ -68,6 +70,8 @@ pub(super) fn prove_worker(inner: &Arc<Inner>, d: usize) {
     }
 }
 
+/// Proves one batch of ready partitions on backend `d`, then settles each: proved (recorded in
+/// its job), failed on a GPU (handed to the CPU retry queue), or failed for good (its job fails).
 fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
     let backend = inner.backends[d].as_ref();
     let base = inner.slot_base[d];
@@ -77,7 +81,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
     let rs: Vec<Fr> = (0..n).map(|_| Fr::random(OsRng)).collect();
     let ss: Vec<Fr> = (0..n).map(|_| Fr::random(OsRng)).collect();
     let mut works: Vec<Option<Work>> = Vec::with_capacity(n);
-    let mut metas = Vec::with_capacity(n);
+    let mut parts = Vec::with_capacity(n);
     for it in items {
         let ProveItem {
             job,
@@ -88,27 +92,103 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
             synth_end,
         } = it;
         works.push(Some(work));
-        metas.push((job, partition, reservation, synth_end));
+        parts.push(InFlight {
+            job,
+            k: partition,
+            reservation,
+            synth_end,
+        });
     }
     let use_gpu = backend.max_batch() > 0 || !backend.is_gpu();
-    // Events: the slot is a guess until the backend says where each partition ran.
-    let mut guessed = Vec::with_capacity(n);
-    for (i, (job, k, _, _)) in metas.iter().enumerate() {
-        let slot = base + if use_gpu { backend.device_for(i, n) } else { 0 };
-        let name = if use_gpu { backend.name() } else { "cpu" };
-        emit(inner, EventKind::GpuPickup, job, *k, slot, 0.0, name);
-        emit(inner, EventKind::GpuStart, job, *k, slot, 0.0, name);
-        inner.devices.lock()[slot].current = Some((job.id, *k));
-        guessed.push(slot);
-    }
+    let guessed = announce(inner, backend, base, use_gpu, &parts);
     inner
         .counters
         .proving
         .fetch_add(n as u64, Ordering::Relaxed);
     let mut times = vec![StageTimes::default(); n];
-    let results: Vec<(usize, Result<Proof<Bls12>>)> = if use_gpu {
+    let results = prove_or_refuse(backend, use_gpu, &mut works, &srs, &rs, &ss, &mut times);
+    inner
+        .counters
+        .proving
+        .fetch_sub(n as u64, Ordering::Relaxed);
+    if backend.is_gpu() && use_gpu {
+        record_health(inner, d, &results);
+    }
+    let back = Returned {
+        inner,
+        srs: &srs,
+        pickup,
+        prove_ms: ms(pickup.elapsed()),
+        use_gpu,
+    };
+    for (i, ((sub, result), p)) in results.into_iter().zip(parts).enumerate() {
+        let slot = base + sub;
+        {
+            let mut devs = inner.devices.lock();
+            devs[guessed[i]].current = None;
+            devs[slot].current = None;
+            devs[slot].partitions_proved += result.is_ok() as u64;
+        }
+        match result {
+            Ok(proof) => back.proved(p, slot, times[i], proof),
+            // A GPU error must not fail the job: GPU backends leave the work in place, and
+            // the CPU retry worker proves it again while this worker goes on.
+            Err(e) if backend.is_gpu() && works[i].is_some() => {
+                let work = works[i].take().expect("checked above");
+                back.retry_on_cpu(p, slot, work, e, rs[i], ss[i]);
+            }
+            Err(e) => back.fail(p, slot, e),
+        }
+    }
+}
+
+/// A partition of a batch while the backend proves it: what its outcome needs besides the
+/// result.
+struct InFlight {
+    job: Arc<Job>,
+    k: usize,
+    reservation: Reservation,
+    synth_end: Instant,
+}
+
+/// Marks the batch's partitions as picked up and started (timeline events, each device's
+/// current partition) on the slots they are expected to run on, which it returns.
+fn announce(
+    inner: &Inner,
+    backend: &dyn ProverBackend,
+    base: usize,
+    use_gpu: bool,
+    parts: &[InFlight],
+) -> Vec<usize> {
+    let n = parts.len();
+    // Events: the slot is a guess until the backend says where each partition ran.
+    let mut guessed = Vec::with_capacity(n);
+    for (i, p) in parts.iter().enumerate() {
+        let slot = base + if use_gpu { backend.device_for(i, n) } else { 0 };
+        let name = if use_gpu { backend.name() } else { "cpu" };
+        emit(inner, EventKind::GpuPickup, &p.job, p.k, slot, 0.0, name);
+        emit(inner, EventKind::GpuStart, &p.job, p.k, slot, 0.0, name);
+        inner.devices.lock()[slot].current = Some((p.job.id, p.k));
+        guessed.push(slot);
+    }
+    guessed
+}
+
+/// Proves the batch on `backend` (a panic fails every partition), or, where `use_gpu` is false
+/// (every device of a GPU backend out of service), fails each partition as UNSUPPORTED.
+fn prove_or_refuse(
+    backend: &dyn ProverBackend,
+    use_gpu: bool,
+    works: &mut [Option<Work>],
+    srs: &Srs,
+    rs: &[Fr],
+    ss: &[Fr],
+    times: &mut [StageTimes],
+) -> Vec<(usize, Result<Proof<Bls12>>)> {
+    let n = works.len();
+    if use_gpu {
         catch("the prover", Status::Panic, || {
-            Ok(prove_works(backend, &mut works, &srs, &rs, &ss, &mut times))
+            Ok(prove_works(backend, works, srs, rs, ss, times))
         })
         .unwrap_or_else(|e| {
             (0..n)
@@ -120,104 +200,133 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
         (0..n)
             .map(|_| (0, Err(Error::new(Status::Unsupported, "no usable device"))))
             .collect()
-    };
-    inner
-        .counters
-        .proving
-        .fetch_sub(n as u64, Ordering::Relaxed);
-    // Device health: one outcome per device per call. Only device faults count (not, say, a
-    // partition that does not fit the parameters, or no device being usable).
-    if backend.is_gpu() && use_gpu {
-        let mut outcome: BTreeMap<usize, bool> = BTreeMap::new();
-        for (sub, r) in &results {
-            let fault = matches!(r, Err(e) if matches!(e.status, Status::Proving | Status::Panic));
-            *outcome.entry(*sub).or_default() |= fault;
-        }
-        for (sub, fault) in outcome {
-            health::record_call(inner, d, sub, fault);
-        }
     }
-    let prove_ms = ms(pickup.elapsed());
-    for (i, ((sub, result), (job, k, reservation, synth_end))) in
-        results.into_iter().zip(metas).enumerate()
-    {
-        let slot = base + sub;
-        {
-            let mut devs = inner.devices.lock();
-            devs[guessed[i]].current = None;
-            devs[slot].current = None;
-            devs[slot].partitions_proved += result.is_ok() as u64;
-        }
+}
+
+/// Device health: one outcome per device per call. Only device faults count (not, say, a
+/// partition that does not fit the parameters, or no device being usable).
+fn record_health(inner: &Inner, d: usize, results: &[(usize, Result<Proof<Bls12>>)]) {
+    let mut outcome: BTreeMap<usize, bool> = BTreeMap::new();
+    for (sub, r) in results {
+        let fault = matches!(r, Err(e) if matches!(e.status, Status::Proving | Status::Panic));
+        *outcome.entry(*sub).or_default() |= fault;
+    }
+    for (sub, fault) in outcome {
+        health::record_call(inner, d, sub, fault);
+    }
+}
+
+/// A batch back from the backend: what its partitions' outcomes share.
+struct Returned<'a> {
+    inner: &'a Inner,
+    srs: &'a Arc<Srs>,
+    pickup: Instant,
+    prove_ms: f64,
+    /// Whether the backend ran the batch (false: none of its devices was usable).
+    use_gpu: bool,
+}
+
+impl Returned<'_> {
+    /// Partition `p` proved on `slot`: recorded in its job (the last one completes it).
+    fn proved(&self, p: InFlight, slot: usize, stages: StageTimes, proof: Proof<Bls12>) {
+        let InFlight {
+            job,
+            k,
+            reservation,
+            synth_end,
+        } = p;
         let report = PartitionReport {
-            wait_ms: ms(pickup - synth_end),
-            prove_ms,
-            stages: times[i],
+            wait_ms: ms(self.pickup - synth_end),
+            prove_ms: self.prove_ms,
+            stages,
             device: slot,
             ..Default::default()
         };
-        match result {
-            Ok(proof) => {
-                let name = inner.devices.lock()[slot].name.clone();
-                emit(inner, EventKind::GpuEnd, &job, k, slot, prove_ms, &name);
-                drop(reservation);
-                complete(inner, &job, k, &srs, proof, report);
-            }
-            // A GPU error must not fail the job: GPU backends leave the work in place, and
-            // the CPU retry worker proves it again while this worker goes on.
-            Err(e) if backend.is_gpu() && works[i].is_some() => {
-                log::warn!(
-                    "{}: partition {k} of job {} failed ({}): proving it on the CPU",
-                    inner.devices.lock()[slot].name,
-                    job.id,
-                    e.message
-                );
-                if use_gpu {
-                    emit(
-                        inner,
-                        EventKind::GpuEnd,
-                        &job,
-                        k,
-                        slot,
-                        prove_ms,
-                        "failed;retry=cpu",
-                    );
-                }
-                let held = reservation.bytes();
-                let key = job.key(k);
-                let item = RetryItem {
-                    item: ProveItem {
-                        job: job.clone(),
-                        partition: k,
-                        srs: srs.clone(),
-                        work: works[i].take().expect("checked above"),
-                        reservation,
-                        synth_end,
-                    },
-                    slot,
-                    pickup,
-                    r: rs[i],
-                    s: ss[i],
-                };
-                inner.retry_held.fetch_add(held, Ordering::AcqRel);
-                if let Err(it) = inner.retry_q.push(key, item) {
-                    inner.retry_held.fetch_sub(held, Ordering::AcqRel);
-                    drop(it);
-                    finish(
-                        inner,
-                        &job,
-                        Err(Error::new(Status::NotRunning, "the engine was shut down")),
-                    );
-                } else if job.stopped() {
-                    // Cancelled meanwhile: its queued items are gone or about to be.
-                    release_retries_of(inner, job.id);
-                }
-            }
-            Err(e) => {
-                emit(inner, EventKind::GpuEnd, &job, k, slot, prove_ms, "failed");
-                drop(reservation);
-                finish(inner, &job, Err(e));
-            }
+        let name = self.inner.devices.lock()[slot].name.clone();
+        emit(
+            self.inner,
+            EventKind::GpuEnd,
+            &job,
+            k,
+            slot,
+            self.prove_ms,
+            &name,
+        );
+        drop(reservation);
+        complete(self.inner, &job, k, self.srs, proof, report);
+    }
+
+    /// Partition `p` failed on the GPU at `slot`: its work goes to the CPU retry queue (the job
+    /// fails only where the engine was shut down meanwhile).
+    fn retry_on_cpu(&self, p: InFlight, slot: usize, work: Work, e: Error, r: Fr, s: Fr) {
+        let inner = self.inner;
+        let InFlight {
+            job,
+            k,
+            reservation,
+            synth_end,
+        } = p;
+        log::warn!(
+            "{}: partition {k} of job {} failed ({}): proving it on the CPU",
+            inner.devices.lock()[slot].name,
+            job.id,
+            e.message
+        );
+        if self.use_gpu {
+            emit(
+                inner,
+                EventKind::GpuEnd,
+                &job,
+                k,
+                slot,
+                self.prove_ms,
+                "failed;retry=cpu",
+            );
         }
+        let held = reservation.bytes();
+        let key = job.key(k);
+        let item = RetryItem {
+            item: ProveItem {
+                job: job.clone(),
+                partition: k,
+                srs: self.srs.clone(),
+                work,
+                reservation,
+                synth_end,
+            },
+            slot,
+            pickup: self.pickup,
+            r,
+            s,
+        };
+        inner.retry_held.fetch_add(held, Ordering::AcqRel);
+        if let Err(it) = inner.retry_q.push(key, item) {
+            inner.retry_held.fetch_sub(held, Ordering::AcqRel);
+            drop(it);
+            finish(
+                inner,
+                &job,
+                Err(Error::new(Status::NotRunning, "the engine was shut down")),
+            );
+        } else if job.stopped() {
+            // Cancelled meanwhile: its queued items are gone or about to be.
+            release_retries_of(inner, job.id);
+        }
+    }
+
+    /// Partition `p` failed where no retry can help: its job fails.
+    fn fail(&self, p: InFlight, slot: usize, e: Error) {
+        emit(
+            self.inner,
+            EventKind::GpuEnd,
+            &p.job,
+            p.k,
+            slot,
+            self.prove_ms,
+            "failed",
+        );
+        drop(p.reservation);
+        finish(self.inner, &p.job, Err(e));
     }
 }
 
@@ -448,90 +557,4 @@ fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
     };
     complete(inner, &job, k, &srs, proof, report);
     Ok(())
-}
-
-/// Records partition `k`'s proof; the last one assembles and self-checks the job. The proofs
-/// are taken out under the job's lock, so a cancel that comes in between finds a job that is
-/// either still open or already done, never one half taken apart.
-fn complete(
-    inner: &Inner,
-    job: &Job,
-    k: usize,
-    srs: &Srs,
-    proof: Proof<Bls12>,
-    rep: PartitionReport,
-) {
-    let all = {
-        let mut st = job.state.lock();
-        if st.result.is_some() {
-            return;
-        }
-        st.proofs[k] = Some(proof);
-        let r = &mut st.reports[k];
-        r.wait_ms = rep.wait_ms;
-        r.prove_ms = rep.prove_ms;
-        r.stages = rep.stages;
-        r.device = rep.device;
-        r.cpu_retry = rep.cpu_retry;
-        st.remaining -= 1;
-        if st.remaining > 0 {
-            return;
-        }
-        let proofs: Option<Vec<Proof<Bls12>>> = st.proofs.iter_mut().map(|p| p.take()).collect();
-        (proofs, st.reports.clone())
-    };
-    let out = match all {
-        (Some(proofs), reports) => assemble(inner, job, proofs, reports, srs),
-        (None, _) => Err(Error::internal(format!(
-            "job {}: a partition's proof is missing at assembly",
-            job.id
-        ))),
-    };
-    finish(inner, job, out);
-}
-
-/// Serializes and (unless disabled) verifies a job whose partitions are all proved, with the
-/// verifying key of the `.vk` file.
-fn assemble(
-    inner: &Inner,
-    job: &Job,
-    proofs: Vec<Proof<Bls12>>,
-    reports: Vec<PartitionReport>,
-    srs: &Srs,
-) -> Result<JobOutput> {
-    let mut bytes = Vec::with_capacity(proofs.len() * crate::PROOF_BYTES);
-    for p in &proofs {
-        p.write(&mut bytes)
-            .map_err(|e| Error::internal(format!("serializing a proof: {e}")))?;
-    }
-    let t = Instant::now();
-    let mut verified = false;
-    if inner.cfg.self_check {
-        let circuits = job.circuits()?;
-        let inputs = (0..proofs.len())
-            .map(|k| circuits.public_inputs(k))
-            .collect::<Result<Vec<_>>>()?;
-        let refs: Vec<&Proof<Bls12>> = proofs.iter().collect();
-        let ok = verify_proofs_batch(&srs.pvk, &mut OsRng, &refs, &inputs).map_err(|e| {
-            Error::new(
-                Status::VerifyFailed,
-                format!("self-check could not run: {e}"),
-            )
-        })?;
-        if !ok {
-            return Err(Error::new(
-                Status::VerifyFailed,
-                "self-check failed: the proof does not verify with the circuit's .vk",
-            ));
-        }
-        verified = true;
-    }
-    Ok(JobOutput {
-        job: job.id,
-        proof: bytes,
-        partitions: reports,
-        wall_ms: ms(job.submitted.elapsed()),
-        verify_ms: ms(t.elapsed()),
-        verified,
-    })
 }

@@ -11,8 +11,9 @@
 //!
 //! Modules by concern: [`config`] (settings, every environment variable), `jobs` (the job
 //! table), `handoff` (the work items the stages pass on, and their release), `finish` (a job's
-//! end, from any stage), `synth` (synthesis workers), `dispatch` (prover workers, CPU retries,
-//! assembly), `health` (devices in and out of service), `status` (snapshots, Prometheus),
+//! end, from any stage), `synth` (synthesis workers), `dispatch` (prover workers, CPU retries),
+//! `assembly` (a job whose partitions are all proved: its proof put together and
+//! self-checked), `health` (devices in and out of service), `status` (snapshots, Prometheus),
 //! `global` (the process singleton), `backends` (which provers), `queue` (the priority queues),
 //! `admission` (could one more job start now, for a scheduler). The stages import their work
 //! items from `handoff` and end jobs through `finish`, never each other's files.
@@ -21,6 +22,7 @@
 //! callbacks never run on these threads (see [`crate::timeline`]).
 
 mod admission;
+mod assembly;
 mod backends;
 mod config;
 mod dispatch;

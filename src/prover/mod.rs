@@ -7,6 +7,8 @@ pub mod cpu;
 pub mod cuzk_gpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+/// The Groth16 steps both provers share: shape checks and the proof's final assembly.
+pub mod groth16;
 pub mod reference;
 
 pub use assignment::ProvingAssignment;

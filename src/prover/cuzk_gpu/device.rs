@@ -1,0 +1,232 @@
+//! A GPU and what it keeps between calls (its copies of the parameters, idle partition stages,
+//! circuit recordings), and copying one partition into a stage: its assignment, or its compact
+//! witness beside the circuit's recording.
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Instant,
+};
+
+use parking_lot::Mutex;
+
+use super::{
+    placement::{Held, Loaded},
+    CuzkGpuProver,
+};
+use crate::{
+    error::{Error, Result, Status},
+    params::Srs,
+    prover::{groth16::check_size, ClassedWitness, ProvingAssignment, SparseR1cs},
+    sys::gpu_prover::{CompactInput, DeviceRecording, PartitionInput, SparseMatrix, Stage},
+};
+
+/// One GPU of the prover.
+pub(super) struct Gpu {
+    pub(super) ordinal: usize,
+    pub(super) name: String,
+    pub(super) enabled: AtomicBool,
+    /// One partition at a time on a GPU (its streams are shared).
+    pub(super) busy: Mutex<()>,
+    /// The circuits' parameters on this GPU (or why they are not), by file.
+    pub(super) srs: Mutex<HashMap<PathBuf, Held>>,
+    /// Idle partition buffers on this GPU, by the parameter instance they were made for.
+    pub(super) stages: Mutex<Vec<(u64, Stage)>>,
+    /// Recorded circuits on this GPU, by (circuit, recording instance); one per circuit.
+    pub(super) recordings: Mutex<HashMap<(String, u64), Arc<DeviceRecording>>>,
+}
+
+/// Partition buffers kept per GPU: one being proved while the next is uploaded.
+const STAGES_PER_GPU: usize = 2;
+
+impl CuzkGpuProver {
+    /// The GPUs in service, by index.
+    pub(super) fn usable(&self) -> Vec<usize> {
+        (0..self.gpus.len())
+            .filter(|&i| self.gpus[i].enabled.load(Ordering::SeqCst))
+            .collect()
+    }
+
+    /// Copies one partition into a stage of GPU `g` (a free one, or a new one).
+    pub(super) fn upload(
+        &self,
+        g: usize,
+        asg: &ProvingAssignment,
+        srs: &Srs,
+    ) -> Result<(Arc<Loaded>, Stage)> {
+        let gpu = &self.gpus[g];
+        let loaded = self.loaded(g, srs)?;
+        check_size(asg, &srs.size)?;
+        let lg = srs.size.domain().trailing_zeros();
+        let (n_inp, n_aux) = (asg.input_assignment.len(), asg.aux_assignment.len());
+        let mut stage = self.take_stage(g, &loaded, srs, n_inp, n_aux)?;
+        let input = PartitionInput {
+            a: &asg.a,
+            b: &asg.b,
+            c: &asg.c,
+            lg_domain: lg,
+            inputs: &asg.input_assignment,
+            aux: &asg.aux_assignment,
+            a_aux_density: asg.a_aux_density.bv.as_raw_slice(),
+            b_input_density: asg.b_input_density.bv.as_raw_slice(),
+            b_aux_density: asg.b_aux_density.bv.as_raw_slice(),
+        };
+        crate::error::catch("cuzk GPU upload", Status::Proving, || {
+            Ok(stage.upload(&input))
+        })?
+        .map_err(|e| Error::proving(format!("{}: upload failed: {e}", gpu.name)))?;
+        Ok((loaded, stage))
+    }
+
+    /// A stage of GPU `g` for partitions of `srs` with these sizes (a free one, or a new one).
+    fn take_stage(
+        &self,
+        g: usize,
+        loaded: &Loaded,
+        srs: &Srs,
+        n_inp: usize,
+        n_aux: usize,
+    ) -> Result<Stage> {
+        let gpu = &self.gpus[g];
+        let lg = srs.size.domain().trailing_zeros();
+        let free = {
+            let mut stages = gpu.stages.lock();
+            stages
+                .iter()
+                .position(|(gen, st)| *gen == srs.generation && st.fits(lg, n_inp, n_aux))
+                .map(|i| stages.swap_remove(i).1)
+        };
+        match free {
+            Some(st) => Ok(st),
+            None => loaded.dev.stage(lg, n_inp, n_aux).map_err(|e| {
+                Error::new(
+                    Status::ResourceExhausted,
+                    format!("{}: no device memory for a partition: {e}", gpu.name),
+                )
+            }),
+        }
+    }
+
+    /// The recording `r1cs` on GPU `g`, copied there on first use.
+    fn recording(
+        &self,
+        g: usize,
+        loaded: &Loaded,
+        r1cs: &SparseR1cs,
+    ) -> Result<Arc<DeviceRecording>> {
+        let gpu = &self.gpus[g];
+        let key = (r1cs.id.to_string(), r1cs.instance);
+        if let Some(r) = gpu.recordings.lock().get(&key) {
+            return Ok(r.clone());
+        }
+        let t = Instant::now();
+        let m = r1cs.matrices.map(|(row_start, cols, coeffs)| SparseMatrix {
+            row_start,
+            cols,
+            coeffs,
+        });
+        let rec = {
+            let _busy = gpu.busy.lock();
+            loaded
+                .dev
+                .recording(r1cs.constraints, r1cs.inputs, r1cs.aux, m, r1cs.dict)
+                .map_err(|e| {
+                    Error::new(
+                        Status::ResourceExhausted,
+                        format!(
+                            "{}: cannot hold the recording of {}: {e}",
+                            gpu.name, r1cs.id
+                        ),
+                    )
+                })?
+        };
+        log::info!(
+            "{}: recording of {} resident on the GPU ({} MiB, {:.0} ms)",
+            gpu.name,
+            r1cs.id,
+            rec.bytes() >> 20,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let rec = Arc::new(rec);
+        // One recording per circuit is in use: an older one's device memory goes back once
+        // the calls holding it end.
+        let mut recs = gpu.recordings.lock();
+        recs.retain(|(id, _), _| id != r1cs.id);
+        recs.insert(key, rec.clone());
+        Ok(rec)
+    }
+
+    /// Gives a stage back to its GPU's pool (or frees it, past the pool's size).
+    pub(super) fn put_back(&self, g: usize, generation: u64, stage: Stage) {
+        let mut stages = self.gpus[g].stages.lock();
+        stages.retain(|(gen, _)| *gen == generation);
+        if stages.len() < STAGES_PER_GPU {
+            stages.push((generation, stage));
+        }
+    }
+
+    /// Copies one partition's compact witness into a stage of GPU `g`, where a, b and c are
+    /// computed from the circuit's recording (resident beside the parameters) and checked row
+    /// by row. A row that does not hold is an INTERNAL error (the recording does not fit the
+    /// witness), not a device fault.
+    pub(super) fn upload_compact(
+        &self,
+        g: usize,
+        r1cs: &SparseR1cs,
+        w: &ClassedWitness,
+        srs: &Srs,
+    ) -> Result<(Arc<Loaded>, Stage)> {
+        let gpu = &self.gpus[g];
+        let size = &srs.size;
+        if (w.inputs.len(), w.n_aux) != (size.inputs, size.aux)
+            || (r1cs.inputs, r1cs.aux) != (size.inputs, size.aux)
+            || r1cs.constraints > size.domain()
+        {
+            return Err(Error::invalid_input(format!(
+                "the witness ({} inputs, {} aux) or the recording ({} constraints) does not \
+                 fit the parameters ({} inputs, {} aux, domain {})",
+                w.inputs.len(),
+                w.n_aux,
+                r1cs.constraints,
+                size.inputs,
+                size.aux,
+                size.domain()
+            )));
+        }
+        let loaded = self.loaded(g, srs)?;
+        let rec = self.recording(g, &loaded, r1cs)?;
+        let mut stage = self.take_stage(g, &loaded, srs, w.inputs.len(), w.n_aux)?;
+        let input = CompactInput {
+            lg_domain: size.domain().trailing_zeros(),
+            inputs: w.inputs,
+            classes: w.classes,
+            n_aux: w.n_aux,
+            other_index: &w.other_index,
+            other_value: &w.other_value,
+            a_aux_density: r1cs.a_aux_density.bv.as_raw_slice(),
+            b_input_density: r1cs.b_input_density.bv.as_raw_slice(),
+            b_aux_density: r1cs.b_aux_density.bv.as_raw_slice(),
+        };
+        let up = crate::error::catch("cuzk GPU upload", Status::Proving, || {
+            Ok(stage.upload_witness(&rec, &input))
+        })
+        .and_then(|r| {
+            r.map_err(|e| Error::proving(format!("{}: witness upload failed: {e}", gpu.name)))
+        });
+        let err = match up {
+            Ok(None) => return Ok((loaded, stage)),
+            Ok(Some(row)) => Error::internal(format!(
+                "{}: constraint {row} of {} is not satisfied by the GPU's product: the \
+                 recording does not fit this witness",
+                gpu.name, r1cs.constraints
+            )),
+            Err(e) => e,
+        };
+        self.put_back(g, loaded.generation, stage);
+        Err(err)
+    }
+}

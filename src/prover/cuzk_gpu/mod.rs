@@ -1,0 +1,270 @@
+//! cuzk's own GPU prover (`kernels/groth16.cu`): the whole Groth16 proof of a partition on one
+//! GPU, from the circuit's parameters either resident in that GPU's memory or streamed to it
+//! from pinned host memory (see below).
+//!
+//! Per partition the host uploads a, b, c and the assignment (or only the compact witness,
+//! where the circuit's recording is on the GPU: a, b and c are then computed there); the GPU
+//! computes h (3 iNTT, 3 coset NTT, the element-wise step, 1 coset iNTT), compacts the A and B
+//! scalars by their densities and runs the H, L, A, B(G1) and B(G2) MSMs (sppark's Pippenger,
+//! G2 included). The host adds the verifying key's terms with r and s (a few scalar
+//! multiplications).
+//!
+//! Devices are independent: a batch of n partitions goes one per usable GPU, each GPU proving
+//! its share in turn under its own lock, so no call waits on another GPU and there is no
+//! process-wide lock.
+//!
+//! Parameters are read from the `.params` file once per circuit, then placed on each GPU that
+//! proves it in one of two ways (`CUZK_GPU_PARAMS`: `resident`, `streamed`, or `auto`, the
+//! default: resident where the GPU's free memory holds them beside its working buffers,
+//! streamed elsewhere):
+//! - resident: copied into the GPU's memory, which holds them until the engine shuts down;
+//!   the host copy goes once they are copied;
+//! - streamed: one pinned copy in host memory, charged to the memory budget, serves every such
+//!   GPU: the H bases are copied in batch by batch during each partition and the others read
+//!   over the bus.
+//!
+//! Files by concern:
+//! - `mod.rs`: [`CuzkGpuProver`] (its GPUs, batch width and parameter placement setting) and
+//!   its [`ProverBackend`] interface.
+//! - `placement`: the parameters on each GPU (`Loaded`, `Held`): loading them once for every
+//!   GPU lacking them, and the choice between resident and streamed with the device memory a
+//!   GPU needs beside them.
+//! - `device`: a GPU (`Gpu`) and what it keeps between calls (partition stages, circuit
+//!   recordings), and copying a partition into a stage (assignment or compact witness).
+//! - `pipeline`: a batch split over the GPUs in service, each GPU's upload/prove pipeline, and
+//!   one partition's proof (kernels, then the proof assembled on the host).
+
+mod device;
+mod pipeline;
+mod placement;
+
+use std::{
+    collections::HashMap,
+    sync::atomic::{AtomicBool, Ordering},
+};
+
+use bellperson::groth16::Proof;
+use blstrs::{Bls12, Scalar as Fr};
+use parking_lot::Mutex;
+
+use self::{device::Gpu, placement::Held};
+use super::{
+    prove_one_as_batch, ClassedWitness, GpuParams, ProverBackend, ProvingAssignment, SparseR1cs,
+    StageTimes,
+};
+use crate::{
+    error::{Error, Result},
+    params::Srs,
+    sys::cuda,
+};
+
+/// The prover on a set of GPUs.
+pub struct CuzkGpuProver {
+    name: &'static str,
+    gpus: Vec<Gpu>,
+    /// Partitions per GPU in one batch: their uploads overlap the kernels of the one before.
+    per_gpu: usize,
+    /// One loader at a time: parameters are read once and copied to every GPU lacking them.
+    loading: Mutex<()>,
+    /// Where the parameters go.
+    params: GpuParams,
+}
+
+impl CuzkGpuProver {
+    pub fn new(devices: Vec<cuda::CudaDevice>, per_gpu: usize, params: GpuParams) -> Self {
+        let gpus: Vec<Gpu> = devices
+            .iter()
+            .map(|d| Gpu {
+                ordinal: d.ordinal,
+                name: format!("cuda:{}", d.ordinal),
+                enabled: AtomicBool::new(true),
+                busy: Mutex::new(()),
+                srs: Mutex::new(HashMap::new()),
+                stages: Mutex::new(Vec::new()),
+                recordings: Mutex::new(HashMap::new()),
+            })
+            .collect();
+        let name: &'static str = Box::leak(
+            match gpus.len() {
+                1 => gpus[0].name.clone(),
+                _ => format!(
+                    "cuda:{}",
+                    gpus.iter()
+                        .map(|g| g.ordinal.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+            }
+            .into_boxed_str(),
+        );
+        CuzkGpuProver {
+            name,
+            gpus,
+            per_gpu: per_gpu.max(1),
+            loading: Mutex::new(()),
+            params,
+        }
+    }
+}
+
+impl ProverBackend for CuzkGpuProver {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn is_gpu(&self) -> bool {
+        true
+    }
+
+    /// Resident parameters are read into host memory only while they are copied to the
+    /// GPUs; streamed ones stay there (pinned).
+    fn keeps_host_copy(&self) -> bool {
+        self.params == GpuParams::Streamed
+            || self.gpus.iter().any(|g| {
+                g.srs
+                    .lock()
+                    .values()
+                    .any(|h| matches!(h, Held::Loaded(l) if l.dev.is_streamed()))
+            })
+    }
+
+    fn devices(&self) -> Vec<String> {
+        self.gpus.iter().map(|g| g.name.clone()).collect()
+    }
+
+    fn max_batch(&self) -> usize {
+        self.usable().len() * self.per_gpu
+    }
+
+    fn device_for(&self, i: usize, n: usize) -> usize {
+        // Contiguous runs, as a call spreads them: the first n % k GPUs take one more.
+        let usable = self.usable();
+        if usable.is_empty() {
+            0
+        } else {
+            usable[super::batch_device(i, n, usable.len())]
+        }
+    }
+
+    fn set_enabled(&self, device: usize, on: bool) -> bool {
+        match self.gpus.get(device) {
+            Some(g) => {
+                g.enabled.store(on, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn prepare(&self, srs: &Srs) -> Result<()> {
+        for g in self.usable() {
+            self.loaded(g, srs)?;
+        }
+        Ok(())
+    }
+
+    fn probe(&self, device: usize) -> Result<()> {
+        let gpu = &self.gpus[device];
+        cuda::launch_check(gpu.ordinal)
+            .map_err(|e| Error::proving(format!("{}: probe failed: {e}", gpu.name)))
+    }
+
+    fn release(&self) {
+        for g in &self.gpus {
+            let _busy = g.busy.lock();
+            g.stages.lock().clear();
+            g.recordings.lock().clear();
+            g.srs.lock().clear();
+        }
+    }
+
+    fn proves_witness(&self) -> bool {
+        true
+    }
+
+    fn prove_witness_batch(
+        &self,
+        r1cs: &SparseR1cs,
+        ws: &[ClassedWitness],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+    ) -> Option<Vec<(usize, Result<Proof<Bls12>>)>> {
+        Some(self.split(ws.len(), times, |g, items| {
+            self.pipeline(
+                g,
+                items,
+                |i| self.upload_compact(g, r1cs, &ws[i], srs),
+                srs,
+                rs,
+                ss,
+            )
+        }))
+    }
+
+    fn prove(
+        &self,
+        asg: &mut Option<ProvingAssignment>,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        times: &mut StageTimes,
+    ) -> Result<Proof<Bls12>> {
+        prove_one_as_batch(self, asg, srs, r, s, times)
+    }
+
+    fn prove_batch(
+        &self,
+        asgs: &mut [Option<ProvingAssignment>],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+    ) -> Vec<(usize, Result<Proof<Bls12>>)> {
+        // Assignments are only read: after an error the engine proves them elsewhere.
+        let asgs: &[Option<ProvingAssignment>] = asgs;
+        self.split(asgs.len(), times, |g, items| {
+            let upload = |i: usize| match &asgs[i] {
+                None => Err(Error::internal("no assignment to prove")),
+                Some(a) => self.upload(g, a, srs),
+            };
+            self.pipeline(g, items, upload, srs, rs, ss)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cuda::CudaDevice, CuzkGpuProver, GpuParams, ProverBackend};
+
+    fn dev(ordinal: usize) -> CudaDevice {
+        CudaDevice {
+            ordinal,
+            name: "test".into(),
+            capability: (9, 0),
+            multiprocessors: 1,
+            total_mem: 0,
+            free_mem: 0,
+        }
+    }
+
+    #[test]
+    fn a_batch_is_split_over_the_gpus_in_service_only() {
+        let p = CuzkGpuProver::new(vec![dev(0), dev(1)], 4, GpuParams::Auto);
+        assert_eq!(p.devices(), ["cuda:0", "cuda:1"]);
+        assert_eq!(p.max_batch(), 8);
+        let placed: Vec<usize> = (0..8).map(|i| p.device_for(i, 8)).collect();
+        assert_eq!(placed, [0, 0, 0, 0, 1, 1, 1, 1]);
+        // An uneven batch: the first GPU takes one more.
+        let placed: Vec<usize> = (0..3).map(|i| p.device_for(i, 3)).collect();
+        assert_eq!(placed, [0, 0, 1]);
+        // GPU 0 out of service: everything goes to GPU 1 (no positional rule).
+        assert!(p.set_enabled(0, false));
+        assert_eq!(p.max_batch(), 4);
+        assert!((0..4).all(|i| p.device_for(i, 4) == 1));
+        assert!(p.set_enabled(1, false));
+        assert_eq!(p.max_batch(), 0);
+        assert!(!p.set_enabled(2, false));
+    }
+}

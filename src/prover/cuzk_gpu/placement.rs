@@ -1,0 +1,250 @@
+//! The parameters' placement: read from the `.params` file once per circuit, then resident in
+//! each GPU's memory or streamed from one pinned copy in host memory, as configured or (auto)
+//! as each GPU's free memory allows.
+
+use std::{sync::Arc, time::Instant};
+
+use super::{device::Gpu, CuzkGpuProver};
+use crate::{
+    budget::Reservation,
+    error::{Error, Result, Status},
+    params::{Bases, FileStamp, Srs},
+    prover::GpuParams,
+    sys::{
+        cuda,
+        gpu_prover::{DeviceSrs, PinnedBases},
+    },
+};
+
+/// A circuit's parameters on one GPU.
+pub(super) struct Loaded {
+    pub(super) dev: DeviceSrs,
+    pub(super) generation: u64,
+    /// Streamed: the budget's hold on the pinned host copy (shared by the GPUs using it).
+    _host_copy: Option<Arc<Reservation>>,
+}
+
+/// What a GPU holds of a circuit's parameters: them, or the error loading them gave (for this
+/// version of the file).
+pub(super) enum Held {
+    Loaded(Arc<Loaded>),
+    Failed(Error, FileStamp),
+}
+
+impl CuzkGpuProver {
+    /// What GPU `g` holds of `srs`'s parameters (this version of them), if anything.
+    fn held(&self, g: usize, srs: &Srs) -> Option<Result<Arc<Loaded>>> {
+        match self.gpus[g].srs.lock().get(&srs.path) {
+            Some(Held::Loaded(l)) if l.generation == srs.generation => Some(Ok(l.clone())),
+            Some(Held::Failed(e, stamp)) if *stamp == srs.stamp => Some(Err(e.clone())),
+            _ => None,
+        }
+    }
+
+    /// The parameters on GPU `g`, loading them (onto every usable GPU lacking them) first.
+    pub(super) fn loaded(&self, g: usize, srs: &Srs) -> Result<Arc<Loaded>> {
+        if let Some(r) = self.held(g, srs) {
+            return r;
+        }
+        let _one = self.loading.lock();
+        if let Some(r) = self.held(g, srs) {
+            return r;
+        }
+        let mut want: Vec<usize> = self.usable();
+        if !want.contains(&g) {
+            want.push(g);
+        }
+        want.retain(|&i| self.held(i, srs).is_none());
+        for &i in &want {
+            // A copy of an older version of the file goes first (its device memory comes back).
+            self.gpus[i].srs.lock().remove(&srs.path);
+        }
+        let (to_stream, resident): (Vec<usize>, Vec<usize>) =
+            want.iter().partition(|&&i| self.streams(i, srs));
+        let t = Instant::now();
+        let bases = read_bases(srs);
+        let read_ms = t.elapsed().as_secs_f64() * 1e3;
+        let held: Vec<(usize, Held)> = match bases {
+            Err(e) => want.iter().map(|&i| (i, failed(srs, e.clone()))).collect(),
+            Ok((b, reservation)) => {
+                let mut held = self.place_resident(&resident, &b, srs, read_ms);
+                if !to_stream.is_empty() {
+                    held.extend(self.place_streamed(&to_stream, b, reservation, srs));
+                }
+                held
+            }
+        };
+        for (i, h) in held {
+            self.gpus[i].srs.lock().insert(srs.path.clone(), h);
+        }
+        self.held(g, srs)
+            .unwrap_or_else(|| Err(Error::internal("parameters vanished while loading")))
+    }
+
+    /// Copies the bases `b` (read in `read_ms`) into the memory of each of the GPUs `gpus`.
+    fn place_resident(
+        &self,
+        gpus: &[usize],
+        b: &Bases,
+        srs: &Srs,
+        read_ms: f64,
+    ) -> Vec<(usize, Held)> {
+        gpus.iter()
+            .map(|&i| {
+                let gpu = &self.gpus[i];
+                let t = Instant::now();
+                let _busy = gpu.busy.lock();
+                let held = match DeviceSrs::upload(gpu.ordinal, &b.h, &b.l, &b.a, &b.b_g1, &b.b_g2)
+                {
+                    Ok(dev) => {
+                        log::info!(
+                            "{}: parameters {} resident on the GPU ({} MiB; read {:.0} ms, \
+                             copied {:.0} ms)",
+                            gpu.name,
+                            srs.path.display(),
+                            dev.bytes() >> 20,
+                            read_ms,
+                            t.elapsed().as_secs_f64() * 1e3
+                        );
+                        Held::Loaded(Arc::new(Loaded {
+                            dev,
+                            generation: srs.generation,
+                            _host_copy: None,
+                        }))
+                    }
+                    Err(e) => no_room(gpu, srs, e),
+                };
+                (i, held)
+            })
+            .collect()
+    }
+
+    /// Pins the bases `b` in host memory, where `reservation` holds them in the budget, and
+    /// makes each of the GPUs `gpus` read them from there.
+    fn place_streamed(
+        &self,
+        gpus: &[usize],
+        b: Bases,
+        reservation: Reservation,
+        srs: &Srs,
+    ) -> Vec<(usize, Held)> {
+        let t = Instant::now();
+        let pinned = match PinnedBases::new(b.h, b.l, b.a, b.b_g1, b.b_g2) {
+            Err(e) => {
+                let e = Error::new(
+                    Status::ResourceExhausted,
+                    format!("{}: {e}", srs.path.display()),
+                );
+                return gpus.iter().map(|&i| (i, failed(srs, e.clone()))).collect();
+            }
+            Ok(pinned) => pinned,
+        };
+        let (pinned, hold) = (Arc::new(pinned), Arc::new(reservation));
+        let pin_ms = t.elapsed().as_secs_f64() * 1e3;
+        gpus.iter()
+            .map(|&i| {
+                let gpu = &self.gpus[i];
+                let _busy = gpu.busy.lock();
+                let held = match DeviceSrs::streamed(gpu.ordinal, pinned.clone()) {
+                    Ok(dev) => {
+                        log::info!(
+                            "{}: parameters {} streamed from pinned host memory \
+                             ({} MiB pinned in {:.0} ms, {} MiB on the GPU)",
+                            gpu.name,
+                            srs.path.display(),
+                            pinned.bytes() >> 20,
+                            pin_ms,
+                            dev.bytes() >> 20
+                        );
+                        Held::Loaded(Arc::new(Loaded {
+                            dev,
+                            generation: srs.generation,
+                            _host_copy: Some(hold.clone()),
+                        }))
+                    }
+                    Err(e) => no_room(gpu, srs, e),
+                };
+                (i, held)
+            })
+            .collect()
+    }
+
+    /// Whether GPU `i` proves `srs`'s circuit from parameters streamed from host memory: as
+    /// configured, or (auto) where its free memory cannot hold them beside the working
+    /// buffers.
+    fn streams(&self, i: usize, srs: &Srs) -> bool {
+        match self.params {
+            GpuParams::Resident => false,
+            GpuParams::Streamed => true,
+            GpuParams::Auto => {
+                let need = srs.file_len + working_bytes(srs);
+                match cuda::device(self.gpus[i].ordinal) {
+                    Ok(d) if d.free_mem >= need => false,
+                    Ok(d) => {
+                        log::info!(
+                            "{}: {} MiB free, {} MiB needed to hold {} with the working \
+                             buffers: its parameters are streamed from host memory",
+                            self.gpus[i].name,
+                            d.free_mem >> 20,
+                            need >> 20,
+                            srs.path.display()
+                        );
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+        }
+    }
+}
+
+/// Device memory a GPU needs beside the parameters to prove `srs`'s circuit, estimated from
+/// the buffers `kernels/groth16.cu` allocates: two partitions' buffers (a, b, c over the
+/// domain; the aux values and the A and B scalars; their split lists), the H MSM's digits and
+/// buckets, the circuit's recording (~45 bytes per constraint), and 512 MiB to spare.
+fn working_bytes(srs: &Srs) -> u64 {
+    let (domain, aux) = (
+        srs.size.domain() as u64,
+        (srs.size.aux + srs.size.inputs) as u64,
+    );
+    let stage = 3 * 32 * domain + (3 * 32 + 12) * aux;
+    2 * stage + 80 * domain + 45 * domain + (512 << 20)
+}
+
+/// Reads `srs`'s bases into host memory, first reserving the file's size in the memory budget.
+fn read_bases(srs: &Srs) -> Result<(Bases, Reservation)> {
+    srs.budget()
+        .try_acquire(srs.file_len)
+        .ok_or_else(|| {
+            Error::new(
+                Status::ResourceExhausted,
+                format!(
+                    "reading {} for the GPU needs {} MiB of host memory, more than the \
+                     memory budget has free",
+                    srs.path.display(),
+                    srs.file_len >> 20
+                ),
+            )
+        })
+        .and_then(|reservation| srs.read_bases().map(|b| (b, reservation)))
+}
+
+/// A GPU's failure to load `srs`'s parameters, kept for this version of the file.
+fn failed(srs: &Srs, e: Error) -> Held {
+    Held::Failed(e, srs.stamp.clone())
+}
+
+/// `gpu` has no room for `srs`'s parameters (`e`: the device's error).
+fn no_room(gpu: &Gpu, srs: &Srs, e: String) -> Held {
+    failed(
+        srs,
+        Error::new(
+            Status::ResourceExhausted,
+            format!(
+                "{}: cannot hold the parameters {} in device memory: {e}",
+                gpu.name,
+                srs.path.display()
+            ),
+        ),
+    )
+}
