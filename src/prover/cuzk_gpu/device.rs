@@ -41,7 +41,7 @@ pub(super) struct Gpu {
 }
 
 /// Partition buffers kept per GPU: one being proved while the next is uploaded.
-const STAGES_PER_GPU: usize = 2;
+pub(super) const STAGES_PER_GPU: usize = 2;
 
 impl CuzkGpuProver {
     /// The GPUs in service, by index.

@@ -4,7 +4,10 @@
 
 use std::{sync::Arc, time::Instant};
 
-use super::{device::Gpu, CuzkGpuProver};
+use super::{
+    device::{Gpu, STAGES_PER_GPU},
+    CuzkGpuProver,
+};
 use crate::{
     budget::Reservation,
     error::{Error, Result, Status},
@@ -12,7 +15,7 @@ use crate::{
     prover::GpuParams,
     sys::{
         cuda,
-        gpu_prover::{DeviceSrs, PinnedBases},
+        gpu_prover::{self, DeviceSrs, PinnedBases},
     },
 };
 
@@ -198,17 +201,16 @@ impl CuzkGpuProver {
     }
 }
 
-/// Device memory a GPU needs beside the parameters to prove `srs`'s circuit, estimated from
-/// the buffers `kernels/groth16.cu` allocates: two partitions' buffers (a, b, c over the
-/// domain; the aux values and the A and B scalars; their split lists), the H MSM's digits and
-/// buckets, the circuit's recording (~45 bytes per constraint), and 512 MiB to spare.
+/// Device memory a GPU needs beside the parameters to prove `srs`'s circuit with
+/// [`STAGES_PER_GPU`] partitions' buffers: computed by kernels/ from the sizes it allocates
+/// (`cuzk_gpu_working_bytes`, kernels/cuzk/buffers.cuh), with the recording and a margin.
 fn working_bytes(srs: &Srs) -> u64 {
-    let (domain, aux) = (
-        srs.size.domain() as u64,
-        (srs.size.aux + srs.size.inputs) as u64,
-    );
-    let stage = 3 * 32 * domain + (3 * 32 + 12) * aux;
-    2 * stage + 80 * domain + 45 * domain + (512 << 20)
+    gpu_prover::working_bytes(
+        srs.size.domain().trailing_zeros(),
+        srs.size.inputs,
+        srs.size.aux,
+        STAGES_PER_GPU,
+    )
 }
 
 /// Reads `srs`'s bases into host memory, first reserving the file's size in the memory budget.
