@@ -267,4 +267,63 @@ mod tests {
         assert_eq!(p.max_batch(), 0);
         assert!(!p.set_enabled(2, false));
     }
+
+    /// x^(2^rounds) = y: a few constraints, for a parameter file on disk.
+    struct Toy;
+
+    impl bellperson::Circuit<blstrs::Scalar> for Toy {
+        fn synthesize<CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), bellperson::SynthesisError> {
+            let one = blstrs::Scalar::from(3u64);
+            let mut x = cs.alloc(|| "x", || Ok(one))?;
+            let mut v = one;
+            for i in 0..8 {
+                let sq = v * v;
+                let y = cs.alloc(|| format!("y{i}"), || Ok(sq))?;
+                cs.enforce(|| format!("c{i}"), |lc| lc + x, |lc| lc + x, |lc| lc + y);
+                (x, v) = (y, sq);
+            }
+            let out = cs.alloc_input(|| "out", || Ok(v))?;
+            cs.enforce(|| "out", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + out);
+            Ok(())
+        }
+    }
+
+    /// Issue 24: a GPU parameter load that failed for a passing reason (here the memory budget
+    /// busy at that moment; in production also device memory held by another process) was
+    /// remembered for the file, and every later job of the circuit failed until a restart.
+    /// Only a bad file may be remembered: once the budget has room the next call loads again.
+    #[test]
+    fn a_passing_parameter_load_failure_is_not_remembered() {
+        use crate::{budget::Budget, error::Status, params};
+        use rand::SeedableRng;
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let toy =
+            bellperson::groth16::generate_random_parameters::<blstrs::Bls12, _, _>(Toy, &mut rng)
+                .unwrap();
+        let file = |p| std::fs::File::create(p).unwrap();
+        toy.write(file(params::params_path(dir.path(), "toy")))
+            .unwrap();
+        toy.vk
+            .write(file(params::vk_path(dir.path(), "toy")))
+            .unwrap();
+        let budget = Budget::new(1 << 30);
+        let srs = params::SrsCache::new(dir.path().into())
+            .get("toy", &budget)
+            .unwrap();
+        let busy = budget.try_acquire((1 << 30) - srs.file_len / 2).unwrap();
+        let p = CuzkGpuProver::new(vec![dev(0)], 1, GpuParams::Resident);
+        let e = p.prepare(&srs).unwrap_err();
+        assert_eq!(e.status, Status::ResourceExhausted, "{e}");
+        assert!(e.message.contains("memory budget"), "{e}");
+        drop(busy);
+        // The budget has room now: the load is tried again. Here it either succeeds (a GPU)
+        // or fails on the device (none), but not with the remembered budget error.
+        if let Err(e) = p.prepare(&srs) {
+            assert!(!e.message.contains("memory budget"), "remembered: {e}");
+        }
+    }
 }

@@ -27,8 +27,8 @@ pub(super) struct Loaded {
     _host_copy: Option<Arc<Reservation>>,
 }
 
-/// What a GPU holds of a circuit's parameters: them, or the error loading them gave (for this
-/// version of the file).
+/// What a GPU holds of a circuit's parameters: them, or the error loading them gave where the
+/// file is bad (for this version of the file).
 pub(super) enum Held {
     Loaded(Arc<Loaded>),
     Failed(Error, FileStamp),
@@ -77,8 +77,24 @@ impl CuzkGpuProver {
                 held
             }
         };
+        let mut passing = None;
         for (i, h) in held {
-            self.gpus[i].srs.lock().insert(srs.path.clone(), h);
+            match h {
+                // Only a bad file is remembered (until it changes). A passing failure (the
+                // budget busy at that moment, device memory held by another process) is
+                // answered to this call and tried again by the next.
+                Held::Failed(e, _) if e.status != Status::Params => {
+                    if i == g {
+                        passing = Some(e);
+                    }
+                }
+                h => {
+                    self.gpus[i].srs.lock().insert(srs.path.clone(), h);
+                }
+            }
+        }
+        if let Some(e) = passing {
+            return Err(e);
         }
         self.held(g, srs)
             .unwrap_or_else(|| Err(Error::internal("parameters vanished while loading")))
