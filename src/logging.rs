@@ -253,20 +253,25 @@ mod tests {
     /// The logger is process-wide: the cases run in one test, in order.
     #[test]
     fn records_reach_the_sink_in_order_off_the_logging_thread_and_stop_when_it_is_removed() {
-        // Unit tests run without another logger, so this one installs.
+        // Unit tests run without another logger, so this one installs. The logger is the
+        // process's: other tests of this binary log meanwhile (a caught panic's record), so
+        // the sinks keep only this test's target.
+        const T: &str = "cuzk::test";
         assert!(install());
         let got: Arc<Mutex<Vec<(LogRecord, bool)>>> = Arc::default();
         let g = got.clone();
         set_sink(
             Some(Arc::new(move |r: &LogRecord| {
-                g.lock().push((r.clone(), ON_LOG_THREAD.with(Cell::get)))
+                if r.target == T {
+                    g.lock().push((r.clone(), ON_LOG_THREAD.with(Cell::get)))
+                }
             })),
             Some(LevelFilter::Info),
         );
         for i in 0..100 {
-            log::info!(target: "cuzk::test", "record {i}");
+            log::info!(target: T, "record {i}");
         }
-        log::debug!(target: "cuzk::test", "below the level");
+        log::debug!(target: T, "below the level");
         // Removing the sink delivers what was logged before.
         set_sink(None, None);
         let got = std::mem::take(&mut *got.lock());
@@ -275,7 +280,7 @@ mod tests {
         }
         for (i, (r, on_thread)) in got.iter().enumerate() {
             assert_eq!(r.message, format!("record {i}"));
-            assert_eq!(r.target, "cuzk::test");
+            assert_eq!(r.target, T);
             assert_eq!(r.level, Level::Info);
             assert!(*on_thread, "delivered on the log thread");
         }
@@ -285,6 +290,9 @@ mod tests {
         let s2 = second.clone();
         set_sink(
             Some(Arc::new(move |r: &LogRecord| {
+                if r.target != T {
+                    return;
+                }
                 if r.message == "boom" {
                     panic!("sink panics");
                 }
@@ -292,7 +300,9 @@ mod tests {
                     let s3 = s2.clone();
                     set_sink(
                         Some(Arc::new(move |r: &LogRecord| {
-                            s3.lock().push(r.message.clone())
+                            if r.target == T {
+                                s3.lock().push(r.message.clone())
+                            }
                         })),
                         Some(LevelFilter::Warn),
                     );
@@ -301,9 +311,9 @@ mod tests {
             Some(LevelFilter::Warn),
         );
         let before = dropped();
-        log::warn!("boom");
-        log::warn!("switch");
-        log::warn!("after");
+        log::warn!(target: T, "boom");
+        log::warn!(target: T, "switch");
+        log::warn!(target: T, "after");
         set_sink(None, None);
         assert_eq!(dropped(), before + 1);
         if std::env::var_os("RUST_LOG").is_none() {
