@@ -6,7 +6,7 @@
 #   scripts/device-bench.sh info | selftest [N] | sanitize [N] | setup FIXTURE | bench NAME FIXTURE COUNT [ARGS...]
 #                           | calls NAME FIXTURE DEVICES WIDTHS [ARGS...] | params-faults FIXTURE
 #                           | synth NAME FIXTURE CONCURRENCY REPS | go [TEST_REGEXP] | gpu-checks | gpu-mutant
-#                           | sanitize-fixed-base
+#                           | sanitize-fixed-base | before-after TEST
 # FIXTURE: 2k (real 2KiB), p10 (10 partitions x 1 challenge), scaled (p10 with 11 layers:
 # the 32GiB-shaped scaled circuit). ARGS go to `cuzk bench batch` (e.g. -j 16 --gpu-batch 4
 # --baseline-bin fp-supraseal=.dev/fp-supraseal --baseline-jobs 1 --baseline-count 10).
@@ -73,6 +73,16 @@ case ${1:-} in
     else bad+=("no .dev/test_ffi_cuda carried"); fi
     if (( ${#bad[@]} )); then printf 'GPU CHECK FAILED: %s\n' "${bad[@]}" >&2; exit 1; fi
     echo "every GPU check passed ($((SECONDS - t0)) s)" ;;
+  before-after)
+    # A defect's test against the kernels' test binary built without its fix
+    # (.dev/gpu-before.test, must fail) and with it (.dev/gpu.test, must pass).
+    stamp "before-after $2"
+    CUZK_TEST_GPU=1 .dev/gpu-before.test --exact "$2" > "$OUT/before-$2.log" 2>&1
+    before=$?; grep -E "^test |panicked|must|left:|right:" "$OUT/before-$2.log" | head -8
+    CUZK_TEST_GPU=1 .dev/gpu.test --exact "$2" > "$OUT/after-$2.log" 2>&1
+    after=$?; grep -E "^test |panicked" "$OUT/after-$2.log" | head -4
+    echo "without the fix: exit $before (must fail); with it: exit $after (must pass)"
+    [[ $before != 0 && $after == 0 ]] || exit 1 ;;
   sanitize-fixed-base)
     # compute-sanitizer's memcheck over the fixed-base kernel's test (parameter generation's
     # points on the GPU), with a deadline.

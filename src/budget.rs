@@ -39,6 +39,17 @@ impl Reservation {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// The same bytes held from now on as a resident parameter set (counted in
+    /// [`Budget::resident`] until dropped): what a waiting request cannot count on getting
+    /// back.
+    pub fn into_resident(mut self) -> Reservation {
+        if !self.resident {
+            self.budget.state.lock().resident += self.bytes;
+            self.resident = true;
+        }
+        self
+    }
 }
 
 impl Drop for Reservation {
@@ -218,6 +229,18 @@ pub fn default_budget() -> u64 {
 mod tests {
     use super::*;
     use crate::testing;
+
+    #[test]
+    fn a_reservation_made_resident_counts_as_resident_until_dropped() {
+        let b = Budget::new(100);
+        let r = b.try_acquire(30).unwrap().into_resident();
+        assert_eq!((b.used(), b.resident()), (30, 30));
+        // 30 resident + 80 > 100: a priority request could never fit, and says so at once.
+        let e = b.acquire_priority(80, "p", || 0, || None).unwrap_err();
+        assert_eq!(e.status, Status::ResourceExhausted);
+        drop(r);
+        assert_eq!((b.used(), b.resident()), (0, 0));
+    }
 
     #[test]
     fn never_exceeds_and_releases() {

@@ -464,3 +464,31 @@ fn the_gpus_fixed_base_multiplication_writes_the_cpus_bytes() {
         assert!(FixedBase::<G1Affine>::new(0, wb, n + 1, c1.table()).is_err());
     }
 }
+
+/// Issue 24: streamed parameters' pinned host copy stays until the engine releases them, so the
+/// budget must count it as resident. Held as an ordinary reservation, a CPU retry that could
+/// never fit beside it waited forever (the "could never fit" test counts only resident bytes)
+/// while its priority wait held back every new synthesis.
+#[test]
+fn the_streamed_parameters_host_copy_is_reserved_as_resident() {
+    use cuzk::prover::{cuzk_gpu::CuzkGpuProver, GpuParams, ProverBackend};
+    let Some(_gpu) = gpu("the streamed parameters' reservation") else {
+        return;
+    };
+    let (_, rep, _) = common::fixture(cuzk::porep::FixtureShape::default());
+    let budget = cuzk::budget::Budget::new(64 << 30);
+    let srs = cuzk::params::SrsCache::new(common::params_dir())
+        .get(&rep.params_id, &budget)
+        .unwrap();
+    let dev = cuzk::sys::cuda::device(0).unwrap();
+    let p = CuzkGpuProver::new(vec![dev], 1, GpuParams::Streamed);
+    p.prepare(&srs).unwrap();
+    assert!(p.keeps_host_copy());
+    assert_eq!(
+        (budget.used(), budget.resident()),
+        (srs.file_len, srs.file_len),
+        "the pinned copy must be held as resident"
+    );
+    p.release();
+    assert_eq!((budget.used(), budget.resident()), (0, 0));
+}

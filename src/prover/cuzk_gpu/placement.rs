@@ -158,7 +158,9 @@ impl CuzkGpuProver {
             }
             Ok(pinned) => pinned,
         };
-        let (pinned, hold) = (Arc::new(pinned), Arc::new(reservation));
+        // Held as resident: the copy stays until the engine releases the parameters, so a
+        // request waiting for memory (a CPU retry) cannot count on it coming back.
+        let (pinned, hold) = (Arc::new(pinned), Arc::new(reservation.into_resident()));
         let pin_ms = t.elapsed().as_secs_f64() * 1e3;
         gpus.iter()
             .map(|&i| {
