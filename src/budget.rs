@@ -177,7 +177,8 @@ impl Budget {
 
     /// Reserves `bytes`, waiting while other reservations are held (and while a priority
     /// request waits). `give_up` is polled while waiting (cancellation, shutdown); when it
-    /// returns an error the wait ends with it.
+    /// returns an error the wait ends with it. A request that cannot fit beside the resident
+    /// parameter sets fails with RESOURCE_EXHAUSTED instead of waiting.
     pub fn acquire(
         self: &Arc<Self>,
         bytes: u64,
@@ -202,6 +203,20 @@ impl Budget {
         let res = loop {
             if st.priority_waiting == 0 && st.used + bytes <= self.total {
                 break Ok(self.grant(&mut st, bytes, false));
+            }
+            // Resident parameter sets are given back only when the engine stops: a request
+            // that cannot fit beside them would wait for ever.
+            if bytes + st.resident > self.total {
+                break Err(Error::new(
+                    Status::ResourceExhausted,
+                    format!(
+                        "{what} needs {} MiB, which cannot fit beside the {} MiB of parameters \
+                         held resident (memory budget {} MiB)",
+                        bytes >> 20,
+                        st.resident >> 20,
+                        self.total >> 20
+                    ),
+                ));
             }
             if let Some(e) = give_up() {
                 break Err(e);
@@ -240,6 +255,25 @@ mod tests {
         assert_eq!(e.status, Status::ResourceExhausted);
         drop(r);
         assert_eq!((b.used(), b.resident()), (0, 0));
+    }
+
+    /// Issue 24: a request that could never fit beside the resident parameter sets waited
+    /// until its job was cancelled (here: `give_up` on its first poll) instead of failing.
+    #[test]
+    fn a_request_that_cannot_fit_beside_resident_parameters_fails_at_once() {
+        let b = Budget::new(100);
+        let _resident = b.try_acquire_resident(40).unwrap();
+        let cancel = || Some(Error::new(Status::Cancelled, "gave up waiting"));
+        let e = b.acquire(70, "partition", cancel).unwrap_err();
+        assert_eq!(e.status, Status::ResourceExhausted, "{e}");
+        assert!(e.message.contains("held resident"), "{e}");
+        assert_eq!((b.used(), b.waiting()), (40, 0));
+        // One that fits beside them once other memory comes back still waits for it.
+        let held = b.try_acquire(50).unwrap();
+        let e = b.acquire(60, "partition", cancel).unwrap_err();
+        assert_eq!(e.status, Status::Cancelled, "{e}");
+        drop(held);
+        assert_eq!(b.acquire(60, "partition", cancel).unwrap().bytes(), 60);
     }
 
     #[test]
