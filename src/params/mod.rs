@@ -324,7 +324,11 @@ pub struct Srs {
     /// never on chain.
     pub random: bool,
     budget: Arc<Budget>,
+    /// The host copy's state: held only for a moment, never across a wait or a read.
     host: Mutex<Host>,
+    /// One host load at a time, held across its wait for memory and its read (tens of seconds
+    /// at 32 GiB): readers of `host` (status, admission) do not wait for it.
+    loading: Mutex<()>,
 }
 
 impl Srs {
@@ -352,8 +356,8 @@ impl Srs {
         queued: impl Fn() -> u64,
         give_up: impl FnMut() -> Option<Error>,
     ) -> Result<Arc<Parameters<Bls12>>> {
-        let mut host = self.host.lock();
-        match &*host {
+        let _one = self.loading.lock();
+        match &*self.host.lock() {
             Host::Loaded { params, .. } => return Ok(params.clone()),
             Host::Failed(e, stamp) if FileStamp::of(&self.path).ok().as_ref() == Some(stamp) => {
                 return Err(e.clone())
@@ -368,7 +372,7 @@ impl Srs {
         )?;
         match self.load() {
             Ok((p, ms)) => {
-                *host = Host::Loaded {
+                *self.host.lock() = Host::Loaded {
                     params: p.clone(),
                     _reservation: reservation,
                     ms,
@@ -378,7 +382,7 @@ impl Srs {
             Err(e) => {
                 if e.status == Status::Params {
                     if let Ok(stamp) = FileStamp::of(&self.path) {
-                        *host = Host::Failed(e.clone(), stamp);
+                        *self.host.lock() = Host::Failed(e.clone(), stamp);
                     }
                 }
                 Err(e)
@@ -433,6 +437,8 @@ impl Srs {
 
     /// Drops the host copy (its memory goes back to the budget once no prover holds it).
     pub fn release_host(&self) {
+        // After a load under way (which would otherwise install its copy afterwards).
+        let _one = self.loading.lock();
         *self.host.lock() = Host::NotLoaded;
     }
 
@@ -577,6 +583,7 @@ impl SrsCache {
             random: is_random_set(&layout.vk),
             budget: budget.clone(),
             host: Mutex::new(Host::NotLoaded),
+            loading: Mutex::new(()),
         })
     }
 }

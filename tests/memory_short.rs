@@ -1,0 +1,65 @@
+//! The engine's parts when memory is short (issue 24): nothing that only reads state waits
+//! behind a request that waits for memory.
+
+mod common;
+
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
+
+use cuzk::{budget::Budget, params::SrsCache, porep::FixtureShape, Error, Status};
+
+/// Sets its flag when dropped: a failing test must not leave a load waiting.
+struct Stop(Arc<AtomicBool>);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst)
+    }
+}
+
+/// A CPU retry's host-parameter load waits for memory ahead of new partitions. It held the
+/// parameters' lock across that wait and the read (tens of seconds for a 32 GiB set), so the
+/// status's resident parameters and admission's `host_resident` waited behind it, and
+/// synthesis behind them (the cache's slot lock).
+#[test]
+fn a_parameter_load_waiting_for_memory_holds_back_no_reader() {
+    common::init();
+    let (_, rep, _) = common::fixture(FixtureShape::default());
+    let budget = Budget::new(4 << 30);
+    let cache = Arc::new(SrsCache::new(common::params_dir()));
+    let srs = cache.get(&rep.params_id, &budget).unwrap();
+    // Every byte taken: the load waits for memory.
+    let full = budget.try_acquire(budget.total()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let _stop = Stop(stop.clone());
+    let loader = {
+        let (srs, stop) = (srs.clone(), stop.clone());
+        std::thread::spawn(move || {
+            srs.params_waiting(
+                || 0,
+                || {
+                    stop.load(Ordering::SeqCst)
+                        .then(|| Error::new(Status::Cancelled, "test over"))
+                },
+            )
+            .map(|_| ())
+        })
+    };
+    common::wait_until(120, "the load to wait for memory", || {
+        budget.waiting() == srs.file_len
+    });
+    let reader = {
+        let (srs, cache) = (srs.clone(), cache.clone());
+        std::thread::spawn(move || (srs.host_resident(), srs.load_ms(), cache.resident()))
+    };
+    common::wait_until(30, "the readers, beside a load waiting for memory", || {
+        reader.is_finished()
+    });
+    assert_eq!(reader.join().unwrap(), (false, None, Vec::<String>::new()));
+    stop.store(true, Ordering::SeqCst);
+    let e = loader.join().unwrap().unwrap_err();
+    assert_eq!(e.status, Status::Cancelled, "{e}");
+    drop(full);
+}
