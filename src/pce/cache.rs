@@ -273,6 +273,16 @@ impl PceCache {
             }
         };
         let bytes = rec.bytes();
+        // Saved before it asks for its room: one that does not fit now is loaded from the file
+        // next time instead of recorded again.
+        if !from_disk {
+            if let Err(e) = file::save(&rec, &path) {
+                log::warn!(
+                    "cannot save the recording to {}: {e} (recorded again after a restart)",
+                    path.display()
+                );
+            }
+        }
         let Some(reservation) = self.make_room_resident(bytes, headroom) else {
             log::info!(
                 "recording of circuit {id} ({} MiB) does not fit the memory budget now: full synthesis meanwhile",
@@ -299,12 +309,6 @@ impl PceCache {
                 rec.terms(),
                 bytes as f64 / rec.constraints().max(1) as f64
             );
-            if let Err(e) = file::save(&rec, &path) {
-                log::warn!(
-                    "cannot save the recording to {}: {e} (kept in memory; recorded again after a restart)",
-                    path.display()
-                );
-            }
         }
         let mut slots = self.slots.lock();
         if self.abort.load(Ordering::SeqCst) {

@@ -312,4 +312,30 @@ mod tests {
         let loaded = file::load(&path, &a.id, Some((a.inputs, a.aux))).unwrap();
         assert!(loaded == a && loaded.instance != a.instance && loaded.instance != b.instance);
     }
+
+    /// Issue 24: a recording that did not fit the budget once made was dropped before it was
+    /// saved (the save came after its resident reservation), so the next try recorded it
+    /// again. Saved first, the next try loads it.
+    #[test]
+    fn a_recording_that_does_not_fit_now_is_saved_for_the_next_try() {
+        use crate::budget::Budget;
+        let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        let (bytes, expect) = (made.bytes(), (made.inputs, made.aux));
+        let dir = tempfile::tempdir().unwrap();
+        let total = 1u64 << 20;
+        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(total));
+        // Room to record (1 byte of estimate beside one partition), none to keep the result.
+        let room = Room {
+            recording: 1,
+            partition: total - bytes / 2,
+        };
+        let got = cache.load_or_record("toy", expect, room, |_| {
+            RecordingCS::record(Toy(None), "toy", None).map_err(|e| e.to_string())
+        });
+        assert!(got.is_err(), "the recording does not fit beside a partition");
+        assert!(
+            file::path(dir.path(), "toy").exists(),
+            "the recording is saved for the next try"
+        );
+    }
 }
