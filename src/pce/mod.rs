@@ -332,7 +332,10 @@ mod tests {
         let got = cache.load_or_record("toy", expect, room, |_| {
             RecordingCS::record(Toy(None), "toy", None).map_err(|e| e.to_string())
         });
-        assert!(got.is_err(), "the recording does not fit beside a partition");
+        assert!(
+            got.is_err(),
+            "the recording does not fit beside a partition"
+        );
         assert!(
             file::path(dir.path(), "toy").exists(),
             "the recording is saved for the next try"
