@@ -63,3 +63,23 @@ fn a_parameter_load_waiting_for_memory_holds_back_no_reader() {
     assert_eq!(e.status, Status::Cancelled, "{e}");
     drop(full);
 }
+
+/// A host copy of the parameters (the CPU prover's, or a CPU retry's) stays until the engine
+/// releases them. Held as an ordinary reservation, the checks that fail a request which could
+/// never fit (they count resident bytes) missed it: such a request waited for ever.
+#[test]
+fn a_host_copy_of_the_parameters_is_held_as_resident() {
+    common::init();
+    let (_, rep, _) = common::fixture(FixtureShape::default());
+    let budget = Budget::new(4 << 30);
+    let cache = SrsCache::new(common::params_dir());
+    let srs = cache.get(&rep.params_id, &budget).unwrap();
+    srs.params().unwrap();
+    assert_eq!(
+        (budget.used(), budget.resident()),
+        (srs.file_len, srs.file_len),
+        "the host copy must be held as resident"
+    );
+    srs.release_host();
+    assert_eq!((budget.used(), budget.resident()), (0, 0));
+}

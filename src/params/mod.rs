@@ -374,7 +374,9 @@ impl Srs {
             Ok((p, ms)) => {
                 *self.host.lock() = Host::Loaded {
                     params: p.clone(),
-                    _reservation: reservation,
+                    // Kept until the engine releases the parameters: resident, so that a
+                    // request waiting for memory does not count on it coming back.
+                    _reservation: reservation.into_resident(),
                     ms,
                 };
                 Ok(p)
