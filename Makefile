@@ -100,7 +100,7 @@ test-go: build fixtures
 ## The `cuda` build on a machine without a GPU: it must load, say so once, and prove on the CPU.
 test-cuda: build-cuda fixtures
 	mkdir -p $(CBUILD)
-	$(CUDA_ENV) && $(CARGO) test --release --locked --features cuda --lib prover::
+	$(CUDA_ENV) && $(CARGO) test --release --locked --features cuda --lib -- prover:: sys::
 	@# The library's own device discovery decides: with no usable GPU it says so once and proves
 	@# on the CPU; with one, the GPU checks (test-gpu) run too.
 	target/cuda/cuzk selftest --constraints 4096 2> $(CBUILD)/cuda-selftest.log
