@@ -8,7 +8,7 @@
 use std::ffi::c_int;
 
 use super::kernels::{
-    call, cuzk_fixed_base_free, cuzk_fixed_base_mul, cuzk_fixed_base_new, FixedBaseC,
+    call, cuzk_fixed_base_free, cuzk_fixed_base_mul, cuzk_fixed_base_new, non_null, FixedBaseC,
 };
 
 use blstrs::{G1Affine, G2Affine, Scalar as Fr};
@@ -66,9 +66,7 @@ impl<P: TablePoint> FixedBase<P> {
                 len,
             )
         })?;
-        if raw.is_null() {
-            return Err("kernels/ returned no handle".into());
-        }
+        let raw = non_null(raw)?;
         Ok(FixedBase {
             raw,
             _p: std::marker::PhantomData,

@@ -15,7 +15,7 @@ use super::kernels::{
     call, cuzk_gpu_pin, cuzk_gpu_prove, cuzk_gpu_rec_bytes, cuzk_gpu_rec_free, cuzk_gpu_rec_new,
     cuzk_gpu_srs_bytes, cuzk_gpu_srs_free, cuzk_gpu_srs_new, cuzk_gpu_stage_free,
     cuzk_gpu_stage_new, cuzk_gpu_unpin, cuzk_gpu_upload, cuzk_gpu_upload_witness,
-    cuzk_gpu_working_bytes, InputC, MatrixC, OutputC, RecC, SrsC, StageC, WitnessC,
+    cuzk_gpu_working_bytes, non_null, InputC, MatrixC, OutputC, RecC, SrsC, StageC, WitnessC,
 };
 
 use blstrs::{Fp, Fp2, G1Affine, G2Affine, Scalar as Fr};
@@ -24,14 +24,6 @@ const _: () = assert!(std::mem::size_of::<G1Affine>() == 96);
 const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
 // Density bitmaps arrive as bitvec's `usize` words and are read as 64-bit words.
 const _: () = assert!(std::mem::size_of::<usize>() == 8);
-
-/// A handle an entry point reported as made (the header writes out-handles only on success).
-fn non_null<T>(raw: *mut T) -> Result<*mut T, String> {
-    if raw.is_null() {
-        return Err("kernels/ returned no handle".into());
-    }
-    Ok(raw)
-}
 
 /// Device memory a GPU needs beside the parameters to prove a circuit of 2^`lg_domain`
 /// constraints with `n_inputs` inputs and `n_aux` aux variables, `stages` partitions' buffers
@@ -286,21 +278,21 @@ impl DeviceSrs {
         let mut raw: *mut SrsC = std::ptr::null_mut();
         call(|err, len| {
             cuzk_gpu_srs_new(
-            ordinal as c_int,
-            h.as_ptr().cast(),
-            h.len(),
-            l.as_ptr().cast(),
-            l.len(),
-            a.as_ptr().cast(),
-            a.len(),
-            b_g1.as_ptr().cast(),
-            b_g2.as_ptr().cast(),
-            b_g1.len(),
-            streamed as c_int,
-            &mut raw,
-            err,
-            len,
-        )
+                ordinal as c_int,
+                h.as_ptr().cast(),
+                h.len(),
+                l.as_ptr().cast(),
+                l.len(),
+                a.as_ptr().cast(),
+                a.len(),
+                b_g1.as_ptr().cast(),
+                b_g2.as_ptr().cast(),
+                b_g1.len(),
+                streamed as c_int,
+                &mut raw,
+                err,
+                len,
+            )
         })?;
         non_null(raw)
     }

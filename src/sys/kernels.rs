@@ -60,6 +60,14 @@ pub fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> Result<(), KernelErr
     Err(KernelError { code, message })
 }
 
+/// A handle an entry point reported as made (the header writes out-handles only on success).
+pub fn non_null<T>(raw: *mut T) -> Result<*mut T, String> {
+    if raw.is_null() {
+        return Err("kernels/ returned no handle".into());
+    }
+    Ok(raw)
+}
+
 /// The NUL-terminated text in a zeroed buffer a callee wrote into (at most `len - 1` bytes and
 /// a NUL, by snprintf).
 pub fn text(buf: &[c_char]) -> String {
@@ -247,8 +255,12 @@ extern "C" {
     ) -> c_int;
     pub fn cuzk_gpu_srs_bytes(s: *const SrsC) -> usize;
     pub fn cuzk_gpu_srs_free(s: *mut SrsC);
-    pub fn cuzk_gpu_working_bytes(lg_domain: u32, n_inp: usize, n_aux: usize, stages: usize)
-        -> usize;
+    pub fn cuzk_gpu_working_bytes(
+        lg_domain: u32,
+        n_inp: usize,
+        n_aux: usize,
+        stages: usize,
+    ) -> usize;
     pub fn cuzk_gpu_stage_new(
         s: *const SrsC,
         lg_domain: u32,
