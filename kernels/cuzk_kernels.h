@@ -147,28 +147,50 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
 size_t cuzk_gpu_srs_bytes(const cuzk_gpu_srs* s);
 /* Frees the handle (NULL is ignored) once its GPU's work is done. */
 void cuzk_gpu_srs_free(cuzk_gpu_srs* s);
-/* Device memory a GPU needs beside the bases to prove a circuit of this size: `stages`
- * partitions' buffers (na, nb at most n_inp + n_aux), the prover's working buffers at their
- * largest, and a recording of a domain of rows at ~45 bytes each. The sizes that
- * cuzk_gpu_srs_new and cuzk_gpu_stage_new allocate come from the same functions. */
-size_t cuzk_gpu_working_bytes(uint32_t lg_domain, size_t n_inp, size_t n_aux, size_t stages);
-/* Device buffers and a copy stream for one partition of the circuit `s` holds. */
+/* How a GPU proves a circuit (flags of cuzk_gpu_working_bytes):
+ *   CUZK_PLAN_STREAMED    the bases stay in pinned host memory (cuzk_gpu_srs_new, streamed);
+ *   CUZK_PLAN_LEAN        lean stages (cuzk_gpu_stage_new): a stage holds the compact witness
+ *                         and the split lists only, and a, b, c are computed one at a time into
+ *                         two working vectors of the domain when the partition is proved;
+ *   CUZK_PLAN_REC_MAPPED  the recording is read from pinned host memory (cuzk_gpu_rec_new). */
+#define CUZK_PLAN_STREAMED 1u
+#define CUZK_PLAN_LEAN 2u
+#define CUZK_PLAN_REC_MAPPED 4u
+/* Device memory a GPU needs beside the resident bases to prove a circuit of this size with the
+ * plan `flags`: `stages` partitions' buffers (na, nb at most n_inp + n_aux), the prover's
+ * working buffers at their largest, a recording of a domain of rows at ~45 bytes each (unless
+ * mapped) and a margin for the CUDA context. The sizes that cuzk_gpu_srs_new,
+ * cuzk_gpu_stage_new and cuzk_gpu_rec_new allocate come from the same functions. */
+size_t cuzk_gpu_working_bytes(uint32_t lg_domain, size_t n_inp, size_t n_aux, size_t stages,
+                              uint32_t flags);
+/* Caps the device memory the prover's buffers may hold on GPU `ordinal` (CUDA's numbering,
+ * below 64): an allocation past it fails with cudaErrorMemoryAllocation, as on a card with no
+ * more memory. SIZE_MAX: no cap (the default). Thread-safe; applies to later allocations. */
+int cuzk_gpu_set_mem_cap(int ordinal, size_t bytes);
+/* The device memory the prover's buffers hold on GPU `ordinal` now and at their peak. */
+void cuzk_gpu_mem_stats(int ordinal, size_t* used, size_t* peak);
+/* Device buffers and a copy stream for one partition of the circuit `s` holds: a full stage
+ * (lean == 0), or a lean one (the first also makes the prover's two working vectors). */
 int cuzk_gpu_stage_new(const cuzk_gpu_srs* s, uint32_t lg_domain, size_t n_inp, size_t n_aux,
-                       cuzk_gpu_stage** out, char* err, size_t errlen);
+                       int lean, cuzk_gpu_stage** out, char* err, size_t errlen);
 void cuzk_gpu_stage_free(cuzk_gpu_stage* g);
-/* Copies one partition into the stage and compacts its A and B scalars there; returns when
- * done (may run while another stage's partition is proved on the same GPU). */
+/* Copies one partition into a full stage and compacts its A and B scalars there; returns when
+ * done (may run while another stage's partition is proved on the same GPU). A lean stage
+ * answers CUZK_KERNELS_EINVAL. */
 int cuzk_gpu_upload(cuzk_gpu_stage* g, const struct cuzk_gpu_input* in, char* err,
                     size_t errlen);
-/* A circuit's recording on the GPU holding `s`, after checking its tables. */
+/* A circuit's recording on the GPU holding `s`, after checking its tables: copied to the device,
+ * or (mapped != 0) read in place, the tables then pinned by cuzk_gpu_pin and outliving *out. */
 int cuzk_gpu_rec_new(const cuzk_gpu_srs* s, size_t rows, size_t n_inp, size_t n_aux,
                      const struct cuzk_gpu_matrix* m, const cuzk_fr* dict, size_t n_dict,
-                     cuzk_gpu_rec** out, char* err, size_t errlen);
+                     int mapped, cuzk_gpu_rec** out, char* err, size_t errlen);
 size_t cuzk_gpu_rec_bytes(const cuzk_gpu_rec* r);
 void cuzk_gpu_rec_free(cuzk_gpu_rec* r);
 /* Copies a compact witness into the stage, computes a, b, c from the recording and checks
  * a·b = c on every row: *bad_row is the first that does not hold (UINT64_MAX when all do; the
- * stage is then ready for cuzk_gpu_prove). */
+ * stage is then ready for cuzk_gpu_prove). A lean stage keeps no a, b, c: it checks the rows
+ * in one pass and computes a, b, c again from `r` at proof time, so `r` must outlive the proof
+ * (other values must be listed in index order). */
 int cuzk_gpu_upload_witness(cuzk_gpu_stage* g, const cuzk_gpu_rec* r,
                             const struct cuzk_gpu_witness* w, uint64_t* bad_row, char* err,
                             size_t errlen);

@@ -118,23 +118,34 @@ static bool read_densities(const cuzk_gpu_stage* g, const uint64_t* a_aux,
     return g->sh.n_inp + n_a == g->sh.na && d.b_inp + n_baux == g->sh.nb;
 }
 
+// Copies the three density bitmaps of `d` and their per-word prefix counts into the stage,
+// on the stream.
+static void copy_densities(cuzk_gpu_stage* g, cudaStream_t st, const densities_t& d)
+{
+    const size_t wa = g->sh.words_aux();
+    const size_t words[3] = {wa, wa, g->sh.words_inp()};
+    size_t off = 0;
+    for (int k = 0; k < 3; k++) {
+        if (words[k]) {
+            CUDA_OK(cudaMemcpyAsync(g->bits.get() + off, d.bits[k], words[k] * sizeof(uint64_t),
+                                    cudaMemcpyHostToDevice, st));
+            CUDA_OK(cudaMemcpyAsync(g->pref.get() + off, d.pref[k].data(),
+                                    words[k] * sizeof(uint32_t), cudaMemcpyHostToDevice, st));
+        }
+        off += words[k];
+    }
+}
+
 // The A and B scalars of the partition in `g` (aux and inputs already on the device): A is the
 // inputs, then the aux values in A's density; B the inputs in its input density, then the aux
 // values in its aux density. The bitmaps and their prefix counts are copied on the stream.
 static void compact_ab(const gpu_t& gpu, cuzk_gpu_stage* g, cudaStream_t st,
                        const densities_t& d)
 {
+    copy_densities(g, st, d);
     const size_t wa = g->sh.words_aux();
-    uint64_t* bits[3] = {g->bits.get(), g->bits.get() + wa, g->bits.get() + 2 * wa};
-    uint32_t* pref[3] = {g->pref.get(), g->pref.get() + wa, g->pref.get() + 2 * wa};
-    size_t words[3] = {wa, wa, g->sh.words_inp()};
-    for (int k = 0; k < 3; k++) {
-        if (!words[k]) continue;
-        CUDA_OK(cudaMemcpyAsync(bits[k], d.bits[k], words[k] * sizeof(uint64_t),
-                                cudaMemcpyHostToDevice, st));
-        CUDA_OK(cudaMemcpyAsync(pref[k], d.pref[k].data(), words[k] * sizeof(uint32_t),
-                                cudaMemcpyHostToDevice, st));
-    }
+    const uint64_t* bits[3] = {g->bits.get(), g->bits.get() + wa, g->bits.get() + 2 * wa};
+    const uint32_t* pref[3] = {g->pref.get(), g->pref.get() + wa, g->pref.get() + 2 * wa};
     int grid = gpu.sm_count() * 2;
     CUDA_OK(cudaMemcpyAsync(g->as, g->inp, g->sh.n_inp * sizeof(fr_t),
                             cudaMemcpyDeviceToDevice, st));
@@ -146,6 +157,117 @@ static void compact_ab(const gpu_t& gpu, cuzk_gpu_stage* g, cudaStream_t st,
     }
     if (g->sh.n_inp)
         cuzk_compact<<<grid, 1024, 0, st>>>(g->bs, g->inp, g->sh.n_inp, bits[2], pref[2]);
+}
+
+static bool bit_set(const uint64_t* bits, size_t i) { return (bits[i / 64] >> (i % 64)) & 1; }
+
+static bool is_fr(const cuzk_fr& v, const fr_t& x) { return memcmp(&v, &x, sizeof(fr_t)) == 0; }
+
+// A lean stage's upload of a compact witness (cuzk_gpu_upload_witness): the witness's tables
+// checked on the host (every other listed once, in index order, and no class 3), the others'
+// ranks, one pass over the recording that checks every row without storing a, b or c, and the
+// L, A, B split lists built from the classes (no dense vector is ever made).
+static int upload_lean(const gpu_t& gpu, cuzk_gpu_stage* g, const cuzk_gpu_rec* r,
+                       const cuzk_gpu_witness* w, const densities_t& dens, uint64_t* bad_row,
+                       char* err, size_t errlen)
+{
+    const stage_shape_t& sh = g->sh;
+    cudaStream_t st = g->stream;
+    const size_t words = sh.class_words();
+    std::vector<uint32_t> rank(words);
+    uint32_t acc = 0;
+    for (size_t k = 0; k < words; k++) {
+        uint64_t x = w->classes[k];
+        if (k + 1 == words && sh.n_aux % 32)
+            x &= (~(uint64_t)0) >> (64 - 2 * (sh.n_aux % 32));
+        if (x & (x >> 1) & 0x5555555555555555ull)
+            return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                             "the witness has a value of class 3");
+        rank[k] = acc;
+        acc += __builtin_popcountll(x & 0xAAAAAAAAAAAAAAAAull);
+    }
+    if (acc != w->n_oth)
+        return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                         "the witness's other values do not match its classes");
+    const uint64_t* a_aux = dens.bits[0];
+    const uint64_t* b_aux = dens.bits[1];
+    const uint64_t* b_inp = dens.bits[2];
+    const fr_t one = fr_t::one();
+    const fr_t zero = one - one;
+    // The others each list will hold: the inputs' (by value) and the aux values'.
+    uint32_t n_oth[3] = {(uint32_t)w->n_oth, 0, 0};
+    for (size_t k = 0; k < w->n_oth; k++) {
+        uint32_t j = w->oth_idx[k];
+        if ((k && j <= w->oth_idx[k - 1]) || ((w->classes[j / 32] >> (2 * (j % 32))) & 3) != 2)
+            return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                             "the witness's other values are not listed in index order");
+        n_oth[1] += bit_set(a_aux, j);
+        n_oth[2] += bit_set(b_aux, j);
+    }
+    for (size_t i = 0; i < sh.n_inp; i++) {
+        bool other = !is_fr(w->inp[i], one) && !is_fr(w->inp[i], zero);
+        n_oth[1] += other;
+        n_oth[2] += other && bit_set(b_inp, i);
+    }
+    if (w->n_oth > g->oth_val.capacity() || n_oth[0] + n_oth[1] + n_oth[2] > g->tail_s.capacity()) {
+        CUDA_OK(cudaStreamSynchronize(st));
+        g->oth_val.reserve(w->n_oth);
+        g->tail_s.reserve(n_oth[0] + n_oth[1] + n_oth[2]);
+    }
+    CUDA_OK(cudaMemcpyAsync(g->inp, w->inp, sh.n_inp * sizeof(fr_t), cudaMemcpyHostToDevice, st));
+    CUDA_OK(cudaMemcpyAsync(g->classes, w->classes, words * sizeof(uint64_t),
+                            cudaMemcpyHostToDevice, st));
+    CUDA_OK(cudaMemcpyAsync(g->rank, rank.data(), words * sizeof(uint32_t),
+                            cudaMemcpyHostToDevice, st));
+    if (w->n_oth)
+        CUDA_OK(cudaMemcpyAsync(g->oth_val, w->oth_val, w->n_oth * sizeof(fr_t),
+                                cudaMemcpyHostToDevice, st));
+    copy_densities(g, st, dens);
+    const cuzk_wit_t wit{g->inp, g->classes, nullptr, g->rank, g->oth_val};
+    unsigned long long bad = r->rows;
+    CUDA_OK(cudaMemcpyAsync(g->bad, &bad, sizeof bad, cudaMemcpyHostToDevice, st));
+    if (r->rows)
+        cuzk_check_rows<<<gpu.sm_count() * 8, 256, 0, st>>>(r->m[0], r->m[1], r->m[2], r->rows,
+                                                            r->dict, wit, one, zero, g->bad);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    if (bad < r->rows) {
+        *bad_row = bad;
+        return CUZK_KERNELS_OK;
+    }
+    auto t = clk::now();
+    const size_t wa = sh.words_aux();
+    const uint32_t ns[3] = {(uint32_t)sh.n_aux, (uint32_t)sh.na, (uint32_t)sh.nb};
+    cuzk_split_t l[3];
+    size_t off = 0, toff = 0;
+    for (int k = 0; k < 3; k++) {
+        l[k] = cuzk_split_t{g->split_idx.get() + off, g->split_cnt.get() + 2 * k,
+                            g->tail_s.get() + toff, ns[k], n_oth[k]};
+        off += ns[k];
+        toff += n_oth[k];
+    }
+    CUDA_OK(cudaMemsetAsync(g->split_cnt, 0, 6 * sizeof(uint32_t), st));
+    const int grid = gpu.sm_count() * 2;
+    if (sh.n_aux)
+        cuzk_split_aux<<<grid, 1024, 0, st>>>(
+            (uint32_t)sh.n_aux, g->classes, g->rank, g->oth_val, g->bits, g->pref,
+            (uint32_t)sh.n_inp, g->bits.get() + wa, g->pref.get() + wa, (uint32_t)dens.b_inp,
+            l[0], l[1], l[2]);
+    if (sh.n_inp)
+        cuzk_split_inputs<<<1, 1024, 0, st>>>((uint32_t)sh.n_inp, g->inp, g->bits.get() + 2 * wa,
+                                             g->pref.get() + 2 * wa, l[1], l[2], one);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaMemcpyAsync(g->cnt, g->split_cnt, 6 * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                            st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    for (int k = 0; k < 3; k++)
+        if (g->cnt[2 * k + 1] != n_oth[k] || (size_t)g->cnt[2 * k] + g->cnt[2 * k + 1] > ns[k])
+            throw cuzk_wrong_output{"the lean scalar split counted other than the witness holds"};
+    g->ms_split = ms_since(t);
+    g->rec = r;
+    g->loaded = true;
+    return CUZK_KERNELS_OK;
 }
 
 #define CUZK_CATCH                                                  \
@@ -224,7 +346,8 @@ void cuzk_gpu_srs_free(cuzk_gpu_srs* s)
     delete s;
 }
 
-size_t cuzk_gpu_working_bytes(uint32_t lg_domain, size_t n_inp, size_t n_aux, size_t stages)
+size_t cuzk_gpu_working_bytes(uint32_t lg_domain, size_t n_inp, size_t n_aux, size_t stages,
+                              uint32_t flags)
 {
     if (lg_domain >= 40)
         return SIZE_MAX;
@@ -233,13 +356,33 @@ size_t cuzk_gpu_working_bytes(uint32_t lg_domain, size_t n_inp, size_t n_aux, si
     sh.n_inp = n_inp;
     sh.n_aux = n_aux;
     sh.na = sh.nb = n_inp + n_aux;
+    const bool lean = flags & CUZK_PLAN_LEAN;
     // Partial sums scale with the multiprocessors: 256 bounds every GPU sppark drives.
-    return stages * sh.bytes() + prove_ws_t::bytes_for(sh, 256) +
-           CUZK_REC_BYTES_PER_ROW * sh.domain() + CUZK_SPARE_BYTES;
+    return stages * (lean ? sh.lean_bytes() : sh.bytes()) +
+           prove_ws_t::bytes_for(sh, 256, flags & CUZK_PLAN_STREAMED, lean) +
+           ((flags & CUZK_PLAN_REC_MAPPED) ? 0 : CUZK_REC_BYTES_PER_ROW * sh.domain()) +
+           CUZK_SPARE_BYTES;
+}
+
+int cuzk_gpu_set_mem_cap(int ordinal, size_t bytes)
+{
+    if (ordinal < 0 || ordinal >= CUZK_MAX_DEVICES)
+        return CUZK_KERNELS_EINVAL;
+    cuzk_mem_account(ordinal).cap.store(bytes);
+    return CUZK_KERNELS_OK;
+}
+
+void cuzk_gpu_mem_stats(int ordinal, size_t* used, size_t* peak)
+{
+    *used = *peak = 0;
+    if (ordinal < 0 || ordinal >= CUZK_MAX_DEVICES)
+        return;
+    *used = cuzk_mem_account(ordinal).used.load();
+    *peak = cuzk_mem_account(ordinal).peak.load();
 }
 
 int cuzk_gpu_stage_new(const cuzk_gpu_srs* s, uint32_t lg_domain, size_t n_inp, size_t n_aux,
-                       cuzk_gpu_stage** out, char* err, size_t errlen)
+                       int lean, cuzk_gpu_stage** out, char* err, size_t errlen)
 {
     try {
         if (lg_domain >= 40 || ((size_t)1 << lg_domain) != s->nh + 1 || n_aux != s->nl)
@@ -252,7 +395,10 @@ int cuzk_gpu_stage_new(const cuzk_gpu_srs* s, uint32_t lg_domain, size_t n_inp, 
         sh.n_aux = n_aux;
         sh.na = s->na;
         sh.nb = s->nb;
-        *out = new cuzk_gpu_stage(s->gpu, sh);
+        // A lean stage's a, b, c go into the prover's working vectors (made with the first).
+        if (lean)
+            s->ws->slots.reserve(2 * sh.domain(), true);
+        *out = new cuzk_gpu_stage(s->gpu, sh, lean != 0);
         return CUZK_KERNELS_OK;
     } CUZK_CATCH_RETURN
 }
@@ -268,6 +414,9 @@ void cuzk_gpu_stage_free(cuzk_gpu_stage* g)
 int cuzk_gpu_upload(cuzk_gpu_stage* g, const cuzk_gpu_input* in, char* err, size_t errlen)
 {
     g->loaded = false;
+    if (g->lean)
+        return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                         "a lean stage takes compact witnesses only (cuzk_gpu_upload_witness)");
     try {
         const stage_shape_t& sh = g->sh;
         const size_t domain = sh.domain();
@@ -308,7 +457,7 @@ int cuzk_gpu_upload(cuzk_gpu_stage* g, const cuzk_gpu_input* in, char* err, size
 }
 
 int cuzk_gpu_rec_new(const cuzk_gpu_srs* s, size_t rows, size_t n_inp, size_t n_aux,
-                     const cuzk_gpu_matrix* m, const cuzk_fr* dict, size_t n_dict,
+                     const cuzk_gpu_matrix* m, const cuzk_fr* dict, size_t n_dict, int mapped,
                      cuzk_gpu_rec** out, char* err, size_t errlen)
 {
     try {
@@ -334,10 +483,25 @@ int cuzk_gpu_rec_new(const cuzk_gpu_srs* s, size_t rows, size_t n_inp, size_t n_
         auto r = std::make_unique<cuzk_gpu_rec>();
         r->gpu = s->gpu;
         r->rows = rows; r->n_inp = n_inp; r->n_aux = n_aux; r->n_dict = n_dict;
+        r->mapped = mapped != 0;
         for (int k = 0; k < 3; k++) {
-            r->row_start[k].upload(m[k].row_start, rows + 1);
-            r->cols[k].upload(m[k].cols, m[k].terms);
-            r->coeffs[k].upload(m[k].coeffs, m[k].terms);
+            if (r->mapped) {
+                // The device's mapping of the tables cuzk_gpu_pin registered.
+                auto dev = [](const void* p, size_t n) -> void* {
+                    void* d = nullptr;
+                    if (n)
+                        CUDA_OK(cudaHostGetDevicePointer(&d, const_cast<void*>(p), 0));
+                    return d;
+                };
+                r->m[k] = cuzk_csr_t{(const uint32_t*)dev(m[k].row_start, rows + 1),
+                                     (const uint32_t*)dev(m[k].cols, m[k].terms),
+                                     (const uint16_t*)dev(m[k].coeffs, m[k].terms)};
+            } else {
+                r->row_start[k].upload(m[k].row_start, rows + 1);
+                r->cols[k].upload(m[k].cols, m[k].terms);
+                r->coeffs[k].upload(m[k].coeffs, m[k].terms);
+                r->m[k] = cuzk_csr_t{r->row_start[k], r->cols[k], r->coeffs[k]};
+            }
         }
         r->dict.upload(fr_in(dict), n_dict);
         *out = r.release();
@@ -379,6 +543,11 @@ int cuzk_gpu_upload_witness(cuzk_gpu_stage* g, const cuzk_gpu_rec* r, const cuzk
         const gpu_t& gpu = select_gpu(g->gpu);
         cudaStream_t st = g->stream;
         auto t = clk::now();
+        if (g->lean) {
+            int rc = upload_lean(gpu, g, r, w, dens, bad_row, err, errlen);
+            g->ms_upload = ms_since(t);
+            return rc;
+        }
         if (w->n_oth > g->oth_idx.capacity() || w->n_oth > g->oth_val.capacity()) {
             CUDA_OK(cudaStreamSynchronize(st));
             g->oth_idx.reserve(w->n_oth);
@@ -401,12 +570,12 @@ int cuzk_gpu_upload_witness(cuzk_gpu_stage* g, const cuzk_gpu_rec* r, const cuzk
             cuzk_expand<<<grid, 1024, 0, st>>>(g->aux, g->classes, w->n_aux, one, zero);
         if (w->n_oth)
             cuzk_scatter<<<grid, 1024, 0, st>>>(g->aux, g->oth_idx, g->oth_val, w->n_oth);
+        const cuzk_wit_t wit{g->inp, g->classes, g->aux, nullptr, nullptr};
         for (int k = 0; k < 3; k++) {
             fr_t* d = g->abc.get() + k * domain;
             if (r->rows)
-                cuzk_product<<<gpu.sm_count() * 8, 256, 0, st>>>(
-                    d, r->row_start[k], r->cols[k], r->coeffs[k], r->rows, r->dict, g->inp,
-                    g->aux, g->classes, one, zero);
+                cuzk_product<<<gpu.sm_count() * 8, 256, 0, st>>>(d, r->m[k], r->rows, r->dict,
+                                                                 wit, one, zero);
             if (r->rows < domain)
                 CUDA_OK(cudaMemsetAsync(d + r->rows, 0, (domain - r->rows) * sizeof(fr_t), st));
         }
@@ -454,27 +623,71 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
         const size_t domain = sh.domain();
         const uint32_t lg = sh.lg_domain;
         int sms = gpu.sm_count();
+        const cuzk_gpu_rec* rec = g->rec;
+        if (g->lean && (!rec || rec->gpu != s->gpu || w.slots.capacity() < 2 * domain))
+            return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                             "the lean stage has no recording or working vectors on this GPU");
         fr_t* d[3] = {g->abc.get(), g->abc.get() + domain, g->abc.get() + 2 * domain};
+        if (g->lean)
+            d[0] = w.slots.get(), d[1] = d[2] = w.slots.get() + domain;
 
-        // The tails' gathered bases: room first (growing waits for the GPU).
+        // The tails' gathered bases: room first (growing waits for the GPU). A lean stage's go
+        // into the working vectors where they fit: the tails run after the H MSM has read h
+        // (its last digits, on sd, come before its last accumulation on st, and the gathers
+        // follow on st).
         uint32_t n_oth_g1 = std::max(std::max(g->cnt[1], g->cnt[3]), g->cnt[5]);
-        w.tb1.reserve(n_oth_g1);
-        w.tb2.reserve(g->cnt[5]);
+        affine_d* tb1;
+        affine2_d* tb2;
+        if (g->lean && tails_fit(domain, n_oth_g1, g->cnt[5])) {
+            tb1 = reinterpret_cast<affine_d*>(w.slots.get());
+            tb2 = reinterpret_cast<affine2_d*>(reinterpret_cast<char*>(w.slots.get()) +
+                                               ((n_oth_g1 * sizeof(affine_d) + 255) & ~(size_t)255));
+        } else {
+            w.tb1.reserve(n_oth_g1);
+            w.tb2.reserve(g->cnt[5]);
+            tb1 = w.tb1;
+            tb2 = w.tb2;
+        }
 
         // h = icoset_ntt((coset_ntt(intt(a)) * coset_ntt(intt(b)) - coset_ntt(intt(c))) / Z)
         CUDA_OK(cudaEventRecord(w.tm[0], st));
-        for (int k = 0; k < 3; k++) {
-            cuzk_ntt::NTT_internal(d[k], lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
-                                   NTT::Type::standard, sst);
-            cuzk_ntt::NTT_internal(d[k], lg, NTT::InputOutputOrder::RN, NTT::Direction::forward,
-                                   NTT::Type::coset, sst);
-        }
         // Z on the coset is g^domain - 1 everywhere (g: the NTT's coset generator).
         fr_t z = group_gen;
         for (uint32_t i = 0; i < lg; i++)
             z ^= 2;
         z = (z - fr_t::one()).reciprocal();
-        cuzk_h_combine<<<sms * 2, 1024, 0, st>>>(d[0], d[1], d[2], z, domain);
+        auto to_coset = [&](fr_t* v) {
+            cuzk_ntt::NTT_internal(v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
+                                   NTT::Type::standard, sst);
+            cuzk_ntt::NTT_internal(v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward,
+                                   NTT::Type::coset, sst);
+        };
+        if (g->lean) {
+            // One vector at a time beside the running product (two of the domain in all):
+            // a, then b (a *= b), then c (a = (a - c) / Z), each from the recording.
+            const fr_t one = fr_t::one();
+            const fr_t zero = one - one;
+            const cuzk_wit_t wit{g->inp, g->classes, nullptr, g->rank, g->oth_val};
+            for (int k = 0; k < 3; k++) {
+                fr_t* v = d[k];
+                if (rec->rows)
+                    cuzk_product<<<sms * 8, 256, 0, st>>>(v, rec->m[k], rec->rows, rec->dict, wit,
+                                                          one, zero);
+                if (rec->rows < domain)
+                    CUDA_OK(cudaMemsetAsync(v + rec->rows, 0, (domain - rec->rows) * sizeof(fr_t),
+                                            st));
+                CUDA_OK(cudaGetLastError());
+                to_coset(v);
+                if (k == 1)
+                    cuzk_mul<<<sms * 2, 1024, 0, st>>>(d[0], v, domain);
+                else if (k == 2)
+                    cuzk_sub_scale<<<sms * 2, 1024, 0, st>>>(d[0], v, z, domain);
+            }
+        } else {
+            for (int k = 0; k < 3; k++)
+                to_coset(d[k]);
+            cuzk_h_combine<<<sms * 2, 1024, 0, st>>>(d[0], d[1], d[2], z, domain);
+        }
         CUDA_OK(cudaGetLastError());
         cuzk_ntt::NTT_internal(d[0], lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse,
                                NTT::Type::coset, sst);
@@ -496,12 +709,12 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
         const fr_t* tail[3] = {ts, ts + g->cnt[1], ts + g->cnt[1] + g->cnt[3]};
         for (int k = 0; k < 3; k++) {
             shp[k + 1] = split_msm<bucket_t, affine_d>(
-                gpu, st, sd, w.g1, w.ev, w.tb1, bases[k], list[k], ns[k],
+                gpu, st, sd, w.g1, w.ev, tb1, bases[k], list[k], ns[k],
                 g->split_cnt.get() + 2 * k, g->cnt + 2 * k, tail[k], w.res1.get() + (k + 1) * nw,
                 1);
             CUDA_OK(cudaEventRecord(w.tm[3 + k], st));
         }
-        shp[4] = split_msm<bucket2_t, affine2_d>(gpu, st, sd, w.g2, w.ev, w.tb2, s->b2, list[2],
+        shp[4] = split_msm<bucket2_t, affine2_d>(gpu, st, sd, w.g2, w.ev, tb2, s->b2, list[2],
                                                  ns[2], g->split_cnt.get() + 4, g->cnt + 4,
                                                  tail[2], w.res2, 2);
         CUDA_OK(cudaEventRecord(w.tm[6], st));

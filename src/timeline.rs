@@ -83,7 +83,10 @@ impl EventKind {
 
     /// The kind with this log name (`SYNTH_START`, ...).
     pub fn from_name(name: &str) -> Option<EventKind> {
-        Self::NAMES.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
+        Self::NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(k, _)| *k)
     }
 
     /// The kind's log name (as the header's `CUZK_EVENT_KIND_` suffix).

@@ -233,7 +233,7 @@ impl Case {
     /// Proves the case twice on one stage (a stage is reused) and checks every result.
     fn check(&self, srs: &DeviceSrs, mode: &str) {
         let mut stage = srs
-            .stage(self.lg, self.inputs.len(), self.aux.len())
+            .stage(self.lg, self.inputs.len(), self.aux.len(), false)
             .unwrap();
         for round in 0..2 {
             stage.upload(&self.input()).unwrap();
@@ -481,7 +481,7 @@ fn the_streamed_parameters_host_copy_is_reserved_as_resident() {
         .get(&rep.params_id, &budget)
         .unwrap();
     let dev = cuzk::sys::cuda::device(0).unwrap();
-    let p = CuzkGpuProver::new(vec![dev], 1, GpuParams::Streamed);
+    let p = CuzkGpuProver::new(vec![dev], 1, GpuParams::Streamed, None);
     p.prepare(&srs).unwrap();
     assert!(p.keeps_host_copy());
     assert_eq!(

@@ -34,6 +34,23 @@ struct stage_shape_t {
     // The others' gathered scalars and indices, first sized for 1 in 32 (0.4-1.6% of this
     // project's values are neither 0 nor 1), then grown on demand.
     size_t others() const { return split() / 32 + 1024; }
+    // A compact witness's others, first sized for 1 in 32 aux values, then grown on demand.
+    size_t witness_others() const { return n_aux / 32 + 1024; }
+
+    // Device memory of a lean stage (CUZK_STAGE_LEAN): the compact witness (its others at
+    // the guess), the others' ranks, the density bitmaps and prefixes, the split lists and
+    // the others' scalars; a, b and c are computed into the prover's two working vectors at
+    // proof time.
+    size_t lean_bytes() const
+    {
+        const size_t fr = sizeof(fr_t);
+        size_t b = n_inp * fr + class_words() * (sizeof(uint64_t) + sizeof(uint32_t));
+        b += (witness_others() + witness_others() / 4) * fr;
+        b += bit_words() * (sizeof(uint64_t) + sizeof(uint32_t));
+        b += split() * sizeof(uint32_t) + 6 * sizeof(uint32_t) + sizeof(unsigned long long);
+        b += (others() + others() / 4) * fr;  // the others' scalars
+        return b;
+    }
 
     // Device memory of a stage of this shape as first made (the others' scalars at their
     // guess; a compact witness's values, which only the witness upload needs, grow later).
@@ -50,10 +67,17 @@ struct stage_shape_t {
 };
 
 // One partition's inputs in device memory, with the stream that copies them in: while one
-// partition's kernels run, the next one's upload proceeds on its own stage.
+// partition's kernels run, the next one's upload proceeds on its own stage. A full stage holds
+// a, b, c and the dense scalars; a lean one (`lean`) only the compact witness and the split
+// lists, a, b and c being computed one at a time into the prover's working vectors when the
+// partition is proved (from the recording `rec`, or copied from the host's `host_abc`).
+struct cuzk_gpu_rec;
 struct cuzk_gpu_stage {
     int gpu;
     stage_shape_t sh;
+    bool lean = false;
+    dev_vec_t<uint32_t> rank;         // lean: the others' rank per class word
+    const cuzk_gpu_rec* rec = nullptr;  // lean: the recording its witness was checked against
     dev_vec_t<fr_t> abc;              // a, b, c: 3 x domain
     dev_vec_t<fr_t> aux, inp;
     dev_vec_t<fr_t> as;               // A's scalars: inputs, then aux in A's density
@@ -78,8 +102,22 @@ struct cuzk_gpu_stage {
     stream_t stream;
 
     // On the current device (sppark's index `gpu`).
-    cuzk_gpu_stage(int gpu_, const stage_shape_t& s) : gpu(gpu_), sh(s), stream(gpu_)
+    cuzk_gpu_stage(int gpu_, const stage_shape_t& s, bool lean_)
+        : gpu(gpu_), sh(s), lean(lean_), stream(gpu_)
     {
+        if (lean) {
+            inp.reserve(s.n_inp, true);
+            classes.reserve(s.class_words(), true);
+            rank.reserve(s.class_words(), true);
+            oth_val.reserve(s.witness_others());
+            bits.reserve(s.bit_words(), true);
+            pref.reserve(s.bit_words(), true);
+            bad.reserve(1, true);
+            split_idx.reserve(s.split(), true);
+            split_cnt.reserve(6, true);
+            tail_s.reserve(s.others());
+            return;
+        }
         abc.reserve(3 * s.domain(), true);
         aux.reserve(s.n_aux, true);
         inp.reserve(s.n_inp, true);
@@ -98,6 +136,14 @@ struct cuzk_gpu_stage {
     cuzk_gpu_stage& operator=(const cuzk_gpu_stage&) = delete;
 };
 
+// Whether the tails' gathered bases (n1 G1 and n2 G2 points) fit in the lean working vectors
+// of a domain, which the h chain no longer needs once the H MSM has read h.
+static inline bool tails_fit(size_t domain, size_t n1, size_t n2)
+{
+    return ((n1 * sizeof(affine_d) + 255) & ~(size_t)255) + n2 * sizeof(affine2_d) <=
+           2 * domain * sizeof(fr_t);
+}
+
 // The prover's working buffers on one GPU, kept with the parameters: the MSM driver's buffers
 // (the H MSM's, sized at load; the tails' per curve, grown on demand), the others' bases
 // gathered for the tail MSMs, the five results' windows, and events.
@@ -111,6 +157,7 @@ struct prove_ws_t {
     dev_vec_t<affine2_d> tb2;
     dev_vec_t<bucket_d> res1;   // H, L, A, B(G1): CUZK_MAX_WINS + 1 windows each
     dev_vec_t<bucket2_d> res2;  // B(G2)
+    dev_vec_t<fr_t> slots;      // lean stages: two vectors of the domain for the h chain
     timed_event_t tm[7];        // stage boundaries on the prover's stream (timed)
 
     explicit prove_ws_t(int sms) : h(sms), g1(sms), g2(sms)
@@ -121,19 +168,25 @@ struct prove_ws_t {
     size_t bytes() const
     {
         return h.bytes() + g1.bytes() + g2.bytes() + tb1.bytes() + tb2.bytes() + res1.bytes() +
-               res2.bytes();
+               res2.bytes() + slots.bytes();
     }
-    // At their largest for a circuit of stage shape `sh` (H MSM over the domain, resident
-    // bases; tail MSMs over the stage's first guess of others) on a GPU of `sms`
-    // multiprocessors.
-    static size_t bytes_for(const stage_shape_t& sh, int sms)
+    // At their largest for a circuit of stage shape `sh` (H MSM over the domain, its bases
+    // resident or, `streamed`, copied in batches of CUZK_STREAM_STRIDE; tail MSMs over the
+    // stage's first guess of others) on a GPU of `sms` multiprocessors; with `lean`, the two
+    // working vectors.
+    static size_t bytes_for(const stage_shape_t& sh, int sms, bool streamed, bool lean)
     {
         const size_t oth = sh.others();
-        const msm_shape_t tail = msm_shape(oth);
-        return msm_ws_t<bucket_t>::bytes_for(msm_shape(sh.domain() - 1), sms) +
+        const msm_shape_t tail = msm_shape(oth, CUZK_TAIL_STRIDE);
+        const size_t nh = sh.domain() - 1;
+        const size_t gathered = (oth + oth / 4) * (sizeof(affine_d) + sizeof(affine2_d));
+        return (lean ? 2 * sh.domain() * sizeof(fr_t) : 0) +
+               (streamed ? 2 * std::min<size_t>(nh, CUZK_STREAM_STRIDE) * sizeof(affine_d) : 0) +
+               msm_ws_t<bucket_t>::bytes_for(
+                   msm_shape(nh, streamed ? CUZK_STREAM_STRIDE : SIZE_MAX), sms) +
                msm_ws_t<bucket_t>::bytes_for(tail, sms) +
                msm_ws_t<bucket2_t>::bytes_for(tail, sms) +
-               (oth + oth / 4) * (sizeof(affine_d) + sizeof(affine2_d)) +
+               (lean && tails_fit(sh.domain(), oth + oth / 4, oth + oth / 4) ? 0 : gathered) +
                (CUZK_MAX_WINS + 1) * (4 * sizeof(bucket_d) + sizeof(bucket2_d));
     }
 };
@@ -165,14 +218,18 @@ struct cuzk_gpu_srs {
     }
 };
 
-// A circuit's recording on one GPU (see the sparse product in kernels.cuh).
+// A circuit's recording on one GPU (see the sparse product in kernels.cuh): its tables copied
+// into device memory, or (`mapped`) read in place from pinned host memory over the bus; the
+// dictionary is always on the device. `m` is what the kernels read.
 struct cuzk_gpu_rec {
     int gpu = 0;
+    bool mapped = false;
     size_t rows = 0, n_inp = 0, n_aux = 0, n_dict = 0;
     dev_vec_t<uint32_t> row_start[3];
     dev_vec_t<uint32_t> cols[3];
     dev_vec_t<uint16_t> coeffs[3];
     dev_vec_t<fr_t> dict;
+    cuzk_csr_t m[3] = {};
 
     size_t bytes() const
     {

@@ -8,7 +8,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <string>
 #include <exception>
 #include <new>
 #include <stdexcept>
@@ -18,12 +20,46 @@
 
 #include "errors.cuh"
 
-// A device array that owns its memory: empty, or `capacity()` elements from cudaMalloc, freed
-// on destruction. Movable, not copyable.
+// Device memory the prover's buffers hold on each device (by CUDA ordinal), its peak, and a
+// cap (cuzk_gpu_set_mem_cap): an allocation past the cap fails as cudaErrorMemoryAllocation
+// does, as if the card had no more memory. One instance for the whole library (an inline
+// function's static).
+struct cuzk_mem_account_t {
+    std::atomic<size_t> used{0}, peak{0}, cap{SIZE_MAX};
+};
+#define CUZK_MAX_DEVICES 64
+inline cuzk_mem_account_t& cuzk_mem_account(int dev)
+{
+    static cuzk_mem_account_t acc[CUZK_MAX_DEVICES];
+    return acc[(unsigned)dev % CUZK_MAX_DEVICES];
+}
+
+// Charges `bytes` to device `dev`, or throws the out-of-memory error past its cap.
+inline void cuzk_mem_charge(int dev, size_t bytes)
+{
+    cuzk_mem_account_t& a = cuzk_mem_account(dev);
+    size_t now = a.used.fetch_add(bytes) + bytes;
+    if (now > a.cap.load()) {
+        a.used.fetch_sub(bytes);
+        throw cuda_error{-(int)cudaErrorMemoryAllocation,
+                         std::string("cudaMalloc of ") + std::to_string(bytes >> 20) +
+                             " MiB: over the device memory cap (CUZK_GPU_MEM_LIMIT): " +
+                             cudaGetErrorString(cudaErrorMemoryAllocation)};
+    }
+    size_t p = a.peak.load();
+    while (now > p && !a.peak.compare_exchange_weak(p, now)) {}
+}
+
+inline void cuzk_mem_uncharge(int dev, size_t bytes) { cuzk_mem_account(dev).used.fetch_sub(bytes); }
+
+// A device array that owns its memory: empty, or `capacity()` elements from cudaMalloc on the
+// device current when it grew, freed on destruction and charged to that device's account
+// (above). Movable, not copyable.
 template<class T>
 class dev_vec_t {
     T* ptr_ = nullptr;
     size_t cap_ = 0;
+    int dev_ = 0;
 
 public:
     dev_vec_t() = default;
@@ -31,7 +67,7 @@ public:
     ~dev_vec_t() { release(); }
     dev_vec_t(const dev_vec_t&) = delete;
     dev_vec_t& operator=(const dev_vec_t&) = delete;
-    dev_vec_t(dev_vec_t&& o) noexcept : ptr_(o.ptr_), cap_(o.cap_)
+    dev_vec_t(dev_vec_t&& o) noexcept : ptr_(o.ptr_), cap_(o.cap_), dev_(o.dev_)
     {
         o.ptr_ = nullptr;
         o.cap_ = 0;
@@ -42,6 +78,7 @@ public:
             release();
             std::swap(ptr_, o.ptr_);
             std::swap(cap_, o.cap_);
+            std::swap(dev_, o.dev_);
         }
         return *this;
     }
@@ -49,8 +86,10 @@ public:
     // Frees the memory (cudaFree waits for the device's work).
     void release()
     {
-        if (ptr_)
+        if (ptr_) {
             (void)cudaFree(ptr_);
+            cuzk_mem_uncharge(dev_, bytes());
+        }
         ptr_ = nullptr;
         cap_ = 0;
     }
@@ -61,8 +100,15 @@ public:
         if (ptr_ && n <= cap_)
             return;
         release();
-        size_t want = exact ? n : n + n / 4;
-        CUDA_OK(cudaMalloc((void**)&ptr_, std::max<size_t>(want, 1) * sizeof(T)));
+        size_t want = std::max<size_t>(exact ? n : n + n / 4, 1);
+        CUDA_OK(cudaGetDevice(&dev_));
+        cuzk_mem_charge(dev_, want * sizeof(T));
+        cudaError_t e = cudaMalloc((void**)&ptr_, want * sizeof(T));
+        if (e != cudaSuccess) {
+            ptr_ = nullptr;
+            cuzk_mem_uncharge(dev_, want * sizeof(T));
+            CUDA_OK(e);
+        }
         cap_ = want;
     }
     // Makes a device array of the host's n elements (n may be 0).

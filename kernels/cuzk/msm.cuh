@@ -30,6 +30,9 @@ static uint32_t lg2_floor(size_t n)
 
 // Windows never exceed this many (wbits >= 10 for a 255-bit scalar).
 #define CUZK_MAX_WINS 26
+// The tail MSMs (L, A, B over the others) run in batches of at most this many points, which
+// bounds their digits' memory (~170 MB a batch).
+#define CUZK_TAIL_STRIDE ((size_t)1 << 21)
 
 // Tuning knobs for MSMs of at least 2^16 points (the H MSM): CUZK_MSM_WBITS (10-18) and
 // CUZK_MSM_BATCHES (1-64) replace the window size and the batch count chosen below.
@@ -194,10 +197,11 @@ template<class bucket, class affine_dev>
 static msm_shape_t msm_enqueue(const gpu_t& gpu, msm_ws_t<bucket>& ws, msm_events_t& ev,
                                const affine_dev* bases, const fr_t* scalars, size_t n,
                                typename bucket::mem_t* wins, cudaStream_t st, cudaStream_t sd,
-                               uint32_t sid, base_stream_t<affine_dev>* sb = nullptr)
+                               uint32_t sid, base_stream_t<affine_dev>* sb = nullptr,
+                               size_t max_stride = SIZE_MAX)
 {
     typedef typename bucket::mem_t bucket_d;
-    msm_shape_t s = msm_shape(n, sb ? sb->cap : SIZE_MAX);
+    msm_shape_t s = msm_shape(n, sb ? sb->cap : max_stride);
     CUDA_OK(cudaMemsetAsync(wins, 0, (s.nwins + 1) * sizeof(bucket_d), st));
     if (n == 0)
         return s;
@@ -294,7 +298,7 @@ static msm_shape_t split_msm(const gpu_t& gpu, cudaStream_t st, cudaStream_t sd,
         CUDA_OK(cudaGetLastError());
     }
     msm_shape_t s = msm_enqueue<bucket, affine_dev>(gpu, ws, ev, tb, tail, n_oth, wins, st, sd,
-                                                    sid);
+                                                    sid, nullptr, CUZK_TAIL_STRIDE);
     sum_selected<bucket, affine_dev>(gpu, st, ws, bases, list, d_cnt, n_one, wins + s.nwins);
     return s;
 }

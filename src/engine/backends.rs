@@ -54,6 +54,7 @@ pub fn select_backends(cfg: &Config) -> Result<Vec<Box<dyn ProverBackend>>> {
                     chosen,
                     gpu_batch,
                     cfg.gpu_params.unwrap_or(super::config::GpuParams::Auto),
+                    cfg.gpu_mem_limit.filter(|&l| l > 0),
                 ))])
             }
             crate::prover::gpu::Discovery::None(why) => {

@@ -13,6 +13,7 @@
 //! | `CUZK_SYNTHESIS` | [`Config::synthesis`] (`full`, `pce` or `pce-host`) |
 //! | `CUZK_PCE_DIR` | [`Config::pce_dir`] |
 //! | `CUZK_GPU_PARAMS` | [`Config::gpu_params`] (`auto`, `resident` or `streamed`) |
+//! | `CUZK_GPU_MEM_LIMIT` | [`Config::gpu_mem_limit`] (bytes, or with `KiB`, `MiB`, `GiB`) |
 //!
 //! A field left at its automatic value (0, empty, `None`) takes the variable, else the
 //! built-in default; a value set in the `Config` wins over the environment.
@@ -114,6 +115,11 @@ pub struct Config {
     /// Where the GPU prover keeps the parameters. None: `CUZK_GPU_PARAMS` (`auto`,
     /// `resident` or `streamed`), else automatic.
     pub gpu_params: Option<GpuParams>,
+    /// Device memory each GPU is treated as having, in bytes (for a card shared with other
+    /// work, and for tests of small cards on large ones): the prover plans within it and its
+    /// allocations fail past it. Some(0): the card's own memory. None: `CUZK_GPU_MEM_LIMIT`,
+    /// else the card's own.
+    pub gpu_mem_limit: Option<u64>,
     /// Prove production sector sizes (32 GiB, 64 GiB) with random parameter sets made by
     /// `cuzk params gen` (marked: `params::is_random_set`). Their proofs pass the self-check
     /// and are rejected by the chain, so this is for benchmarks only. None:
@@ -149,6 +155,7 @@ impl Default for Config {
             synthesis: None,
             pce_dir: PathBuf::new(),
             gpu_params: None,
+            gpu_mem_limit: None,
             allow_random_params: None,
         }
     }
@@ -159,6 +166,22 @@ pub fn default_params_dir() -> PathBuf {
     std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters"))
+}
+
+/// A size in bytes: a number, optionally followed by `K`/`KiB`, `M`/`MiB` or `G`/`GiB`
+/// (powers of 1024).
+pub fn parse_bytes(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        _ => return None,
+    };
+    num.parse::<u64>().ok()?.checked_mul(1 << shift)
 }
 
 fn env_parse<T: std::str::FromStr>(name: &str) -> Option<T> {
@@ -257,6 +280,15 @@ impl Config {
                 ],
             ));
         }
+        if self.gpu_mem_limit.is_none() {
+            self.gpu_mem_limit = Some(match std::env::var("CUZK_GPU_MEM_LIMIT") {
+                Ok(v) if !v.trim().is_empty() => parse_bytes(&v).unwrap_or_else(|| {
+                    log::warn!("ignoring CUZK_GPU_MEM_LIMIT={v:?}: not a size in bytes");
+                    0
+                }),
+                _ => 0,
+            });
+        }
         if self.allow_random_params.is_none() {
             self.allow_random_params = Some(matches!(
                 std::env::var("CUZK_ALLOW_RANDOM_PARAMS")
@@ -315,6 +347,7 @@ impl Config {
             && want.synthesis == running.synthesis
             && want.pce_dir == running.pce_dir
             && want.gpu_params == running.gpu_params
+            && want.gpu_mem_limit == running.gpu_mem_limit
             && want.allow_random_params == running.allow_random_params
     }
 
@@ -354,6 +387,7 @@ mod tests {
             synthesis: Some(SynthesisMode::Pce),
             pce_dir: PathBuf::from("/pce"),
             gpu_params: Some(GpuParams::Resident),
+            gpu_mem_limit: Some(0),
             allow_random_params: Some(false),
         };
         let running = base.clone().resolved();
@@ -377,6 +411,7 @@ mod tests {
             synthesis: _,
             pce_dir: _,
             gpu_params: _,
+            gpu_mem_limit: _,
             allow_random_params: _,
         } = base.clone();
         type Change = Box<dyn Fn(&mut Config)>;
@@ -439,11 +474,15 @@ mod tests {
                 Box::new(|c| c.gpu_params = Some(GpuParams::Streamed)),
             ),
             (
+                "gpu_mem_limit",
+                Box::new(|c| c.gpu_mem_limit = Some(16 << 30)),
+            ),
+            (
                 "allow_random_params",
                 Box::new(|c| c.allow_random_params = Some(true)),
             ),
         ];
-        assert_eq!(changes.len(), 19, "one change per field of Config");
+        assert_eq!(changes.len(), 20, "one change per field of Config");
         for (name, change) in &changes {
             let mut other = base.clone();
             change(&mut other);
@@ -452,6 +491,20 @@ mod tests {
                 "a different {name} must not match"
             );
         }
+    }
+
+    #[test]
+    fn a_gpu_memory_limit_reads_bytes_and_binary_units() {
+        use super::parse_bytes;
+        assert_eq!(parse_bytes("17179869184"), Some(16 << 30));
+        assert_eq!(parse_bytes("16GiB"), Some(16 << 30));
+        assert_eq!(parse_bytes(" 12G "), Some(12 << 30));
+        assert_eq!(parse_bytes("512MiB"), Some(512 << 20));
+        assert_eq!(parse_bytes("64K"), Some(64 << 10));
+        assert_eq!(parse_bytes("16GB"), None);
+        assert_eq!(parse_bytes("lots"), None);
+        assert_eq!(parse_bytes("-1"), None);
+        assert_eq!(parse_bytes("99999999999G"), None);
     }
 
     #[test]

@@ -374,7 +374,7 @@ fn prove_works(
         let mut t = vec![StageTimes::default(); idx.len()];
         let out = backend
             .prove_witness_batch(
-                &held.rec.r1cs(),
+                &held.r1cs(),
                 &ws,
                 srs,
                 &pick(idx, rs),

@@ -28,6 +28,21 @@ pub struct Held {
     _reservation: Reservation,
 }
 
+impl crate::sys::RecordingTables for Held {
+    fn tables(&self) -> [(&[u32], &[u32], &[u16]); 3] {
+        crate::sys::RecordingTables::tables(&self.rec)
+    }
+}
+
+impl Held {
+    /// The recording as a prover reads it, with this value as its tables' owner.
+    pub fn r1cs(self: &Arc<Self>) -> crate::prover::SparseR1cs<'_> {
+        let mut r = self.rec.r1cs();
+        r.tables = Some(self.clone());
+        r
+    }
+}
+
 /// Memory a recording needs: its own (an estimate while it is recorded) and one partition's
 /// working memory that must still fit beside everything resident.
 #[derive(Clone, Copy, Debug)]

@@ -154,6 +154,12 @@ impl PartialEq for Recording {
     }
 }
 
+impl crate::sys::RecordingTables for Recording {
+    fn tables(&self) -> [(&[u32], &[u32], &[u16]); 3] {
+        [&self.a, &self.b, &self.c].map(|x| (&x.row_start[..], &x.cols[..], &x.coeffs[..]))
+    }
+}
+
 impl Recording {
     /// Constraints, including the `input * 0 = 0` one per public input.
     pub fn constraints(&self) -> usize {
@@ -171,6 +177,14 @@ impl Recording {
         self.a.terms() + self.b.terms() + self.c.terms()
     }
 
+    /// The recording as a prover reads it, with its tables' owner (a GPU short of memory
+    /// may read them in place).
+    pub fn shared_r1cs(self: &std::sync::Arc<Self>) -> crate::prover::SparseR1cs<'_> {
+        let mut r = self.r1cs();
+        r.tables = Some(self.clone());
+        r
+    }
+
     /// The recording as a prover reads it.
     pub fn r1cs(&self) -> crate::prover::SparseR1cs<'_> {
         crate::prover::SparseR1cs {
@@ -185,6 +199,7 @@ impl Recording {
             a_aux_density: &self.a_aux_density,
             b_input_density: &self.b_input_density,
             b_aux_density: &self.b_aux_density,
+            tables: None,
         }
     }
 

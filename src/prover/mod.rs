@@ -67,6 +67,9 @@ pub struct SparseR1cs<'a> {
     pub a_aux_density: &'a DensityTracker,
     pub b_input_density: &'a DensityTracker,
     pub b_aux_density: &'a DensityTracker,
+    /// The owner of the matrices' tables where they stay put while it lives (a GPU short of
+    /// memory may then read them in place); None where only the borrow is known.
+    pub tables: Option<std::sync::Arc<dyn crate::sys::RecordingTables>>,
 }
 
 /// A partition's witness in compact form: the inputs, two class bits per aux value (0 zero,
@@ -140,6 +143,12 @@ pub trait ProverBackend: Send + Sync {
 
     /// Drops the parameters this backend loaded (engine shutdown).
     fn release(&self) {}
+
+    /// How each device proves `srs`'s circuit (GPU backends: the plan chosen for its memory),
+    /// or why it cannot; empty where there is nothing to choose.
+    fn plans(&self, _srs: &Srs) -> Vec<(String, Result<String>)> {
+        Vec::new()
+    }
 
     /// Proves `asgs.len() <= max_batch()` assignments; result `i` is for `asgs[i]`, with the
     /// index (into `devices()`) of the device that ran it. The default proves them in turn.

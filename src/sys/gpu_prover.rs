@@ -11,12 +11,20 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::kernels::{
-    call, cuzk_gpu_pin, cuzk_gpu_prove, cuzk_gpu_rec_bytes, cuzk_gpu_rec_free, cuzk_gpu_rec_new,
-    cuzk_gpu_srs_bytes, cuzk_gpu_srs_free, cuzk_gpu_srs_new, cuzk_gpu_stage_free,
-    cuzk_gpu_stage_new, cuzk_gpu_unpin, cuzk_gpu_upload, cuzk_gpu_upload_witness,
-    cuzk_gpu_working_bytes, non_null, InputC, MatrixC, OutputC, RecC, SrsC, StageC, WitnessC,
+use std::sync::Arc;
+
+use super::{
+    kernels::{
+        call, cuzk_gpu_mem_stats, cuzk_gpu_pin, cuzk_gpu_prove, cuzk_gpu_rec_bytes,
+        cuzk_gpu_rec_free, cuzk_gpu_rec_new, cuzk_gpu_set_mem_cap, cuzk_gpu_srs_bytes,
+        cuzk_gpu_srs_free, cuzk_gpu_srs_new, cuzk_gpu_stage_free, cuzk_gpu_stage_new,
+        cuzk_gpu_unpin, cuzk_gpu_upload, cuzk_gpu_upload_witness, cuzk_gpu_working_bytes, non_null,
+        InputC, MatrixC, OutputC, RecC, SrsC, StageC, WitnessC,
+    },
+    RecordingTables,
 };
+
+pub use super::kernels::{KernelError, PLAN_LEAN, PLAN_REC_MAPPED, PLAN_STREAMED};
 
 use blstrs::{Fp, Fp2, G1Affine, G2Affine, Scalar as Fr};
 
@@ -25,12 +33,39 @@ const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
 // Density bitmaps arrive as bitvec's `usize` words and are read as 64-bit words.
 const _: () = assert!(std::mem::size_of::<usize>() == 8);
 
-/// Device memory a GPU needs beside the parameters to prove a circuit of 2^`lg_domain`
+/// Device memory a GPU needs beside resident parameters to prove a circuit of 2^`lg_domain`
 /// constraints with `n_inputs` inputs and `n_aux` aux variables, `stages` partitions' buffers
-/// at a time: computed by kernels/ from the sizes it allocates (`cuzk_gpu_working_bytes`).
-pub fn working_bytes(lg_domain: u32, n_inputs: usize, n_aux: usize, stages: usize) -> u64 {
+/// at a time, with the plan `flags` ([`PLAN_STREAMED`], [`PLAN_LEAN`], [`PLAN_REC_MAPPED`]):
+/// computed by kernels/ from the sizes it allocates (`cuzk_gpu_working_bytes`).
+pub fn working_bytes(
+    lg_domain: u32,
+    n_inputs: usize,
+    n_aux: usize,
+    stages: usize,
+    flags: u32,
+) -> u64 {
     // SAFETY: arithmetic only; no pointer is passed.
-    unsafe { cuzk_gpu_working_bytes(lg_domain, n_inputs, n_aux, stages) as u64 }
+    unsafe { cuzk_gpu_working_bytes(lg_domain, n_inputs, n_aux, stages, flags) as u64 }
+}
+
+/// Caps the device memory the prover's buffers may hold on GPU `ordinal` (`u64::MAX`: none):
+/// an allocation past it fails as out of memory.
+pub fn set_mem_cap(ordinal: usize, bytes: u64) -> bool {
+    let Ok(o) = std::ffi::c_int::try_from(ordinal) else {
+        return false;
+    };
+    // SAFETY: plain values.
+    unsafe { cuzk_gpu_set_mem_cap(o, usize::try_from(bytes).unwrap_or(usize::MAX)) == 0 }
+}
+
+/// The device memory the prover's buffers hold on GPU `ordinal`: now, and at the peak.
+pub fn mem_stats(ordinal: usize) -> (u64, u64) {
+    let (mut used, mut peak) = (0usize, 0usize);
+    if let Ok(o) = std::ffi::c_int::try_from(ordinal) {
+        // SAFETY: valid out-pointers.
+        unsafe { cuzk_gpu_mem_stats(o, &mut used, &mut peak) };
+    }
+    (used as u64, peak as u64)
 }
 
 /// One circuit's parameters on one GPU: the bases in its memory (resident), or its working
@@ -84,10 +119,68 @@ pub struct CompactInput<'a> {
     pub b_aux_density: &'a [usize],
 }
 
-/// A circuit's recording (its A, B, C matrices and coefficient dictionary) in one GPU's memory;
-/// freed on drop.
+/// A circuit's recording (its A, B, C matrices and coefficient dictionary) on one GPU: copied
+/// into its memory, or read in place from pinned host memory (`_pinned`, released after the
+/// handle); freed on drop.
 pub struct DeviceRecording {
     raw: *mut RecC,
+    _pinned: Option<Arc<PinnedRecording>>,
+}
+
+/// A recording's host tables page-locked and mapped for every GPU, so that kernels read them in
+/// place; unpinned on drop, after every [`DeviceRecording`] made from it (each holds an `Arc`).
+/// It keeps the tables' owner alive.
+pub struct PinnedRecording {
+    owner: Arc<dyn RecordingTables>,
+    pinned: Vec<(*mut c_void, usize)>,
+}
+
+// SAFETY: the tables are only read once pinned; pin and unpin happen in new and drop.
+unsafe impl Send for PinnedRecording {}
+unsafe impl Sync for PinnedRecording {}
+
+impl PinnedRecording {
+    /// Pins the owner's tables where they are (no copy).
+    pub fn new(owner: Arc<dyn RecordingTables>) -> Result<PinnedRecording, KernelError> {
+        let mut spans = Vec::new();
+        for (row_start, cols, coeffs) in owner.tables() {
+            spans.push((
+                row_start.as_ptr().cast::<c_void>(),
+                std::mem::size_of_val(row_start),
+            ));
+            spans.push((cols.as_ptr().cast(), std::mem::size_of_val(cols)));
+            spans.push((coeffs.as_ptr().cast(), std::mem::size_of_val(coeffs)));
+        }
+        let mut p = PinnedRecording {
+            owner,
+            pinned: Vec::new(),
+        };
+        for (ptr, len) in spans {
+            if len == 0 {
+                continue;
+            }
+            // SAFETY: `ptr` points at `len` bytes the owner holds and does not move while it
+            // lives (RecordingTables' contract); this value keeps the owner until drop unpins.
+            // Registration only locks the pages: nothing is written through the pointer.
+            call(|err, n| unsafe { cuzk_gpu_pin(ptr.cast_mut(), len, err, n) })?;
+            p.pinned.push((ptr.cast_mut(), len));
+        }
+        Ok(p)
+    }
+
+    /// Host memory pinned, in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.pinned.iter().map(|(_, n)| *n as u64).sum()
+    }
+}
+
+impl Drop for PinnedRecording {
+    fn drop(&mut self) {
+        for (p, _) in self.pinned.drain(..) {
+            // SAFETY: pinned by new, unpinned once; no DeviceRecording refers to it any more.
+            unsafe { cuzk_gpu_unpin(p) }
+        }
+    }
 }
 
 // SAFETY: as for DeviceSrs: only read by uploads, which callers serialize per stage.
@@ -308,24 +401,43 @@ impl DeviceSrs {
         unsafe { cuzk_gpu_srs_bytes(self.raw) as u64 }
     }
 
-    /// Device buffers for one partition of this circuit (a, b, c, the assignment, the A and B
-    /// scalars), with their own copy stream.
-    pub fn stage(&self, lg_domain: u32, n_inputs: usize, n_aux: usize) -> Result<Stage, String> {
+    /// Device buffers for one partition of this circuit, with their own copy stream: a full
+    /// stage (a, b, c, the assignment, the A and B scalars), or a lean one (the compact
+    /// witness and the split lists; a, b, c are computed at proof time).
+    pub fn stage(
+        &self,
+        lg_domain: u32,
+        n_inputs: usize,
+        n_aux: usize,
+        lean: bool,
+    ) -> Result<Stage, KernelError> {
         let mut raw: *mut StageC = std::ptr::null_mut();
         // SAFETY: a live handle, valid out-pointers; the callee checks the sizes.
         call(|err, len| unsafe {
-            cuzk_gpu_stage_new(self.raw, lg_domain, n_inputs, n_aux, &mut raw, err, len)
+            cuzk_gpu_stage_new(
+                self.raw,
+                lg_domain,
+                n_inputs,
+                n_aux,
+                lean as c_int,
+                &mut raw,
+                err,
+                len,
+            )
         })?;
         Ok(Stage {
-            raw: non_null(raw)?,
+            raw: non_null(raw).map_err(KernelError::invalid)?,
             lg_domain,
             n_inputs,
             n_aux,
+            lean,
+            rec: None,
         })
     }
 
     /// Copies a circuit's recording (`rows` constraints over `n_inputs` inputs and `n_aux` aux
-    /// variables) to this GPU; the CUDA side checks its tables first.
+    /// variables) to this GPU, or with `pinned` (the same tables, pinned) lets it read them in
+    /// place; the CUDA side checks the tables first.
     pub fn recording(
         &self,
         rows: usize,
@@ -333,10 +445,25 @@ impl DeviceSrs {
         n_aux: usize,
         m: [SparseMatrix; 3],
         dict: &[Fr],
-    ) -> Result<DeviceRecording, String> {
+        pinned: Option<Arc<PinnedRecording>>,
+    ) -> Result<DeviceRecording, KernelError> {
+        if let Some(p) = &pinned {
+            let same = p.owner.tables().iter().zip(&m).all(|((r, c, k), x)| {
+                std::ptr::eq(*r, x.row_start)
+                    && std::ptr::eq(*c, x.cols)
+                    && std::ptr::eq(*k, x.coeffs)
+            });
+            if !same {
+                return Err(KernelError::invalid(
+                    "the pinned tables are not the recording's",
+                ));
+            }
+        }
         for (k, x) in m.iter().enumerate() {
             if x.row_start.len() != rows + 1 || x.cols.len() != x.coeffs.len() {
-                return Err(format!("matrix {k}: table lengths do not match"));
+                return Err(KernelError::invalid(format!(
+                    "matrix {k}: table lengths do not match"
+                )));
             }
         }
         let raw_m = m.map(|x| MatrixC {
@@ -347,7 +474,9 @@ impl DeviceSrs {
         });
         let mut raw: *mut RecC = std::ptr::null_mut();
         // SAFETY: each table is valid for the length passed (checked above); the callee
-        // checks their contents and copies them before returning.
+        // checks their contents and copies them before returning, or, mapped, reads them in
+        // place: they are then pinned and outlive the handle (it holds `pinned`, which holds
+        // their owner; checked above to be these very tables).
         call(|err, len| unsafe {
             cuzk_gpu_rec_new(
                 self.raw,
@@ -357,19 +486,21 @@ impl DeviceSrs {
                 raw_m.as_ptr(),
                 dict.as_ptr(),
                 dict.len(),
+                pinned.is_some() as c_int,
                 &mut raw,
                 err,
                 len,
             )
         })?;
         Ok(DeviceRecording {
-            raw: non_null(raw)?,
+            raw: non_null(raw).map_err(KernelError::invalid)?,
+            _pinned: pinned,
         })
     }
 
     /// Proves the partition uploaded into `stage` (which then holds none). The caller must
     /// not run two of these on the same GPU at once; uploads into other stages may run beside.
-    pub fn prove(&self, stage: &mut Stage) -> Result<MsmResults, String> {
+    pub fn prove(&self, stage: &mut Stage) -> Result<MsmResults, KernelError> {
         let mut out = OutputC::default();
         // SAFETY: live handles (the stage exclusively borrowed), valid out buffers.
         call(|err, len| unsafe { cuzk_gpu_prove(self.raw, stage.raw, &mut out, err, len) })?;
@@ -384,12 +515,15 @@ impl DeviceSrs {
     }
 }
 
-/// One partition's worth of device buffers on one GPU; freed on drop.
+/// One partition's worth of device buffers on one GPU; freed on drop. A lean stage keeps the
+/// recording its witness was uploaded against until the next upload (its proof reads it).
 pub struct Stage {
     raw: *mut StageC,
     lg_domain: u32,
     n_inputs: usize,
     n_aux: usize,
+    lean: bool,
+    rec: Option<Arc<DeviceRecording>>,
 }
 
 // SAFETY: a stage is used by one thread at a time (`&mut self` methods); the CUDA side does
@@ -397,30 +531,37 @@ pub struct Stage {
 unsafe impl Send for Stage {}
 
 impl Stage {
-    /// Whether this stage fits partitions of these sizes.
-    pub fn fits(&self, lg_domain: u32, n_inputs: usize, n_aux: usize) -> bool {
-        (self.lg_domain, self.n_inputs, self.n_aux) == (lg_domain, n_inputs, n_aux)
+    /// Whether this stage fits partitions of these sizes, lean or not.
+    pub fn fits(&self, lg_domain: u32, n_inputs: usize, n_aux: usize, lean: bool) -> bool {
+        (self.lg_domain, self.n_inputs, self.n_aux, self.lean) == (lg_domain, n_inputs, n_aux, lean)
+    }
+
+    /// Whether a, b and c are computed at proof time (compact witnesses only).
+    pub fn is_lean(&self) -> bool {
+        self.lean
     }
 
     /// Copies one partition in (and compacts its A and B scalars on the GPU); returns when
     /// done.
-    pub fn upload(&mut self, p: &PartitionInput) -> Result<(), String> {
+    pub fn upload(&mut self, p: &PartitionInput) -> Result<(), KernelError> {
         let n_abc = p.a.len();
         if p.b.len() != n_abc || p.c.len() != n_abc {
-            return Err("a, b and c differ in length".into());
+            return Err(KernelError::invalid("a, b and c differ in length"));
         }
         if p.lg_domain >= 40 || n_abc > 1usize << p.lg_domain {
-            return Err(format!(
+            return Err(KernelError::invalid(format!(
                 "{n_abc} evaluations do not fit a domain of 2^{}",
                 p.lg_domain
-            ));
+            )));
         }
         if !densities_cover(
             [p.a_aux_density, p.b_input_density, p.b_aux_density],
             p.inputs.len(),
             p.aux.len(),
         ) {
-            return Err("a density bitmap is shorter than its variables".into());
+            return Err(KernelError::invalid(
+                "a density bitmap is shorter than its variables",
+            ));
         }
         let input = InputC {
             a: p.a.as_ptr(),
@@ -438,9 +579,7 @@ impl Stage {
         };
         // SAFETY: the slices outlive the call, which copies them before returning; their
         // lengths are the ones passed (the bitmaps were checked to cover their variables).
-        Ok(call(|err, len| unsafe {
-            cuzk_gpu_upload(self.raw, &input, err, len)
-        })?)
+        call(|err, len| unsafe { cuzk_gpu_upload(self.raw, &input, err, len) })
     }
 }
 
@@ -450,9 +589,9 @@ impl Stage {
     /// partition), when done.
     pub fn upload_witness(
         &mut self,
-        rec: &DeviceRecording,
+        rec: &Arc<DeviceRecording>,
         w: &CompactInput,
-    ) -> Result<Option<u64>, String> {
+    ) -> Result<Option<u64>, KernelError> {
         if w.classes.len() < w.n_aux.div_ceil(32)
             || w.other_index.len() != w.other_value.len()
             || !densities_cover(
@@ -461,7 +600,9 @@ impl Stage {
                 w.n_aux,
             )
         {
-            return Err("a table of the compact witness is shorter than its variables".into());
+            return Err(KernelError::invalid(
+                "a table of the compact witness is shorter than its variables",
+            ));
         }
         let input = WitnessC {
             lg_domain: w.lg_domain,
@@ -477,11 +618,18 @@ impl Stage {
             b_aux_density: w.b_aux_density.as_ptr().cast(),
         };
         let mut bad = u64::MAX;
+        // A lean stage's proof reads the recording: it is kept with the stage (and only the
+        // stage of the upload that last succeeded names it).
+        self.rec = None;
         // SAFETY: the slices outlive the call, which copies them before returning; their
-        // lengths were checked to cover the counts passed.
+        // lengths were checked to cover the counts passed. The recording outlives any proof
+        // of a lean stage (held below).
         call(|err, len| unsafe {
             cuzk_gpu_upload_witness(self.raw, rec.raw, &input, &mut bad, err, len)
         })?;
+        if self.lean {
+            self.rec = Some(rec.clone());
+        }
         Ok((bad != u64::MAX).then_some(bad))
     }
 }

@@ -14,3 +14,12 @@ pub mod gpu_prover;
 #[cfg(feature = "cuda")]
 pub mod kernels;
 pub mod os;
+
+/// A circuit's recording tables in host memory (A, B, C: row starts, columns, coefficient
+/// codes) behind an owner that keeps them where they are while it lives: a GPU with little
+/// memory reads them in place (pinned) instead of copying them (`gpu_prover::PinnedRecording`
+/// holds an `Arc` of the owner). Implementors must return the same, never-reallocated slices
+/// on every call while the value lives (a recording is immutable once made).
+pub trait RecordingTables: Send + Sync + 'static {
+    fn tables(&self) -> [(&[u32], &[u32], &[u16]); 3];
+}

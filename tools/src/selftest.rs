@@ -141,6 +141,58 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
             }
         }
     }
+    // And each lean plan (issue 24: the plans of cards too small for the full one), chosen by
+    // a device memory limit of exactly what the plan needs (CUZK_GPU_MEM_LIMIT): each must be
+    // the plan taken, allocate within the limit, and prove the CPU's bytes.
+    #[cfg(feature = "cuda")]
+    let mut expect_plan: std::collections::HashMap<String, String> = Default::default();
+    #[cfg(feature = "cuda")]
+    if backends.len() > 1 {
+        use cuzk::prover::cuzk_gpu::{plan::PLANS, plan_bytes};
+        for plan in [PLANS[2], PLANS[4], PLANS[6]] {
+            let mode = if plan.streamed {
+                engine::GpuParams::Streamed
+            } else {
+                engine::GpuParams::Resident
+            };
+            for b in engine::select_backends(&engine::Config {
+                devices: devices.to_string(),
+                gpu_batch: 1,
+                params_dir: dir.to_path_buf(),
+                gpu_params: Some(mode),
+                gpu_mem_limit: Some(plan_bytes(&srs, plan)),
+                ..engine::Config::default()
+            })? {
+                if b.is_gpu() {
+                    let label = format!("{} cuzk ({plan})", b.name());
+                    expect_plan.insert(label.clone(), plan.to_string());
+                    backends.push((label, b));
+                }
+            }
+        }
+        // A limit below every plan: the GPU says it cannot hold a partition, as
+        // RESOURCE_EXHAUSTED, before any job.
+        for b in engine::select_backends(&engine::Config {
+            devices: devices.to_string(),
+            gpu_batch: 1,
+            params_dir: dir.to_path_buf(),
+            gpu_mem_limit: Some(1 << 20),
+            ..engine::Config::default()
+        })? {
+            if b.is_gpu() {
+                match b.prepare(&srs) {
+                    Err(e)
+                        if e.status == cuzk::Status::ResourceExhausted
+                            && e.message.contains("cannot hold a partition") => {}
+                    other => {
+                        return Err(Error::internal(format!(
+                            "a GPU limited to 1 MiB did not refuse the circuit: {other:?}"
+                        )))
+                    }
+                }
+            }
+        }
+    }
     let seed = Fr::from(7u64);
     let mut out = Fr::from(7u64);
     for _ in 0..rounds {
@@ -162,7 +214,8 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
             None,
         )
         .map_err(|e| Error::internal(format!("the self-test witness: {e}")))?;
-        Some((rec, w))
+        // Shared: a GPU short of memory reads its tables in place (pinned).
+        Some((std::sync::Arc::new(rec), w))
     } else {
         None
     };
@@ -185,31 +238,50 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     let mut results = Vec::new();
     for (label, b) in &backends {
         b.prepare(&srs)?;
-        let mut asg = Some(
-            ProvingAssignment::synthesize(
-                Synthetic {
-                    seed: Some(seed),
-                    rounds,
-                },
-                Some(srs.size),
-            )
-            .map_err(|e| Error::internal(format!("synthesizing the self-test circuit: {e}")))?,
-        );
-        let mut stages = StageTimes::default();
-        let t = Instant::now();
-        let proof = cuzk::error::catch("self-test", cuzk::Status::Proving, || {
-            b.prove(&mut asg, &srs, r, s, &mut stages)
-        })?;
-        results.push(check(
-            label.clone(),
-            t.elapsed().as_secs_f64() * 1e3,
-            stages,
-            proof,
-        )?);
+        #[cfg(feature = "cuda")]
+        if let Some(want) = expect_plan.get(label) {
+            for (dev, plan) in b.plans(&srs) {
+                let plan = plan?;
+                if !plan.starts_with(want.as_str()) {
+                    return Err(Error::internal(format!(
+                        "{dev} planned {plan} where {want} was meant"
+                    )));
+                }
+            }
+        }
+        // A lean plan proves compact witnesses only (below).
+        #[cfg(feature = "cuda")]
+        let lean = expect_plan.contains_key(label);
+        #[cfg(not(feature = "cuda"))]
+        let lean = false;
+        if !lean {
+            let mut asg = Some(
+                ProvingAssignment::synthesize(
+                    Synthetic {
+                        seed: Some(seed),
+                        rounds,
+                    },
+                    Some(srs.size),
+                )
+                .map_err(|e| Error::internal(format!("synthesizing the self-test circuit: {e}")))?,
+            );
+            let mut stages = StageTimes::default();
+            let t = Instant::now();
+            let proof = cuzk::error::catch("self-test", cuzk::Status::Proving, || {
+                b.prove(&mut asg, &srs, r, s, &mut stages)
+            })?;
+            results.push(check(
+                label.clone(),
+                t.elapsed().as_secs_f64() * 1e3,
+                stages,
+                proof,
+            )?);
+        }
         if let Some((rec, w)) = &compact {
             let mut stages = StageTimes::default();
             let t = Instant::now();
-            if let Some(proof) = b.prove_witness(&rec.r1cs(), &w.classed(), &srs, r, s, &mut stages)
+            if let Some(proof) =
+                b.prove_witness(&rec.shared_r1cs(), &w.classed(), &srs, r, s, &mut stages)
             {
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 results.push(check(
@@ -220,6 +292,8 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
                 )?);
             }
         }
+        // Its device memory goes back before the next backend plans its own.
+        b.release();
     }
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(&vk);

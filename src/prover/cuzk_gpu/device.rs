@@ -3,7 +3,7 @@
 //! witness beside the circuit's recording.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     path::PathBuf,
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -22,7 +22,10 @@ use crate::{
     error::{Error, Result, Status},
     params::Srs,
     prover::{groth16::check_size, ClassedWitness, ProvingAssignment, SparseR1cs},
-    sys::gpu_prover::{CompactInput, DeviceRecording, PartitionInput, SparseMatrix, Stage},
+    sys::gpu_prover::{
+        CompactInput, DeviceRecording, KernelError, PartitionInput, PinnedRecording, SparseMatrix,
+        Stage,
+    },
 };
 
 /// One GPU of the prover.
@@ -38,10 +41,22 @@ pub(super) struct Gpu {
     pub(super) stages: Mutex<Vec<(u64, Stage)>>,
     /// Recorded circuits on this GPU, by (circuit, recording instance); one per circuit.
     pub(super) recordings: Mutex<HashMap<(String, u64), Arc<DeviceRecording>>>,
+    /// The circuits this GPU was found unable to hold a partition of (said once in the log).
+    pub(super) said_no_room: Mutex<HashSet<PathBuf>>,
 }
 
-/// Partition buffers kept per GPU: one being proved while the next is uploaded.
-pub(super) const STAGES_PER_GPU: usize = 2;
+/// A kernels/ error as the engine sees it: out of device memory is RESOURCE_EXHAUSTED (the
+/// partition goes elsewhere; not a device fault), anything else a PROVING fault.
+pub(super) fn kernel_error(gpu: &Gpu, what: &str, e: KernelError) -> Error {
+    if e.out_of_memory() {
+        Error::new(
+            Status::ResourceExhausted,
+            format!("{}: {what}: out of device memory: {e}", gpu.name),
+        )
+    } else {
+        Error::proving(format!("{}: {what}: {e}", gpu.name))
+    }
+}
 
 impl CuzkGpuProver {
     /// The GPUs in service, by index.
@@ -61,6 +76,18 @@ impl CuzkGpuProver {
         let gpu = &self.gpus[g];
         let loaded = self.loaded(g, srs)?;
         check_size(asg, &srs.size)?;
+        if loaded.plan.lean {
+            return Err(Error::new(
+                Status::ResourceExhausted,
+                format!(
+                    "{}: proves {} from compact witnesses only ({}): a fully synthesized \
+                     partition's a, b and c do not fit beside it",
+                    gpu.name,
+                    srs.path.display(),
+                    loaded.plan
+                ),
+            ));
+        }
         let lg = srs.size.domain().trailing_zeros();
         let (n_inp, n_aux) = (asg.input_assignment.len(), asg.aux_assignment.len());
         let mut stage = self.take_stage(g, &loaded, srs, n_inp, n_aux)?;
@@ -78,7 +105,7 @@ impl CuzkGpuProver {
         crate::error::catch("cuzk GPU upload", Status::Proving, || {
             Ok(stage.upload(&input))
         })?
-        .map_err(|e| Error::proving(format!("{}: upload failed: {e}", gpu.name)))?;
+        .map_err(|e| kernel_error(gpu, "upload failed", e))?;
         Ok((loaded, stage))
     }
 
@@ -93,16 +120,17 @@ impl CuzkGpuProver {
     ) -> Result<Stage> {
         let gpu = &self.gpus[g];
         let lg = srs.size.domain().trailing_zeros();
+        let lean = loaded.plan.lean;
         let free = {
             let mut stages = gpu.stages.lock();
             stages
                 .iter()
-                .position(|(gen, st)| *gen == srs.generation && st.fits(lg, n_inp, n_aux))
+                .position(|(gen, st)| *gen == srs.generation && st.fits(lg, n_inp, n_aux, lean))
                 .map(|i| stages.swap_remove(i).1)
         };
         match free {
             Some(st) => Ok(st),
-            None => loaded.dev.stage(lg, n_inp, n_aux).map_err(|e| {
+            None => loaded.dev.stage(lg, n_inp, n_aux, lean).map_err(|e| {
                 Error::new(
                     Status::ResourceExhausted,
                     format!("{}: no device memory for a partition: {e}", gpu.name),
@@ -129,11 +157,32 @@ impl CuzkGpuProver {
             cols,
             coeffs,
         });
+        let pinned = match (loaded.plan.rec_mapped, &r1cs.tables) {
+            (false, _) => None,
+            (true, Some(tables)) => Some(self.pinned_recording(&key, tables)?),
+            (true, None) => {
+                return Err(Error::new(
+                    Status::ResourceExhausted,
+                    format!(
+                        "{}: reads the recording of {} from host memory ({}), and this one \
+                         cannot be pinned where it is",
+                        gpu.name, r1cs.id, loaded.plan
+                    ),
+                ))
+            }
+        };
         let rec = {
             let _busy = gpu.busy.lock();
             loaded
                 .dev
-                .recording(r1cs.constraints, r1cs.inputs, r1cs.aux, m, r1cs.dict)
+                .recording(
+                    r1cs.constraints,
+                    r1cs.inputs,
+                    r1cs.aux,
+                    m,
+                    r1cs.dict,
+                    pinned,
+                )
                 .map_err(|e| {
                     Error::new(
                         Status::ResourceExhausted,
@@ -145,9 +194,14 @@ impl CuzkGpuProver {
                 })?
         };
         log::info!(
-            "{}: recording of {} resident on the GPU ({} MiB, {:.0} ms)",
+            "{}: recording of {} {} ({} MiB on the GPU, {:.0} ms)",
             gpu.name,
             r1cs.id,
+            if loaded.plan.rec_mapped {
+                "read from pinned host memory"
+            } else {
+                "resident on the GPU"
+            },
             rec.bytes() >> 20,
             t.elapsed().as_secs_f64() * 1e3
         );
@@ -160,12 +214,33 @@ impl CuzkGpuProver {
         Ok(rec)
     }
 
-    /// Gives a stage back to its GPU's pool (or frees it, past the pool's size).
-    pub(super) fn put_back(&self, g: usize, generation: u64, stage: Stage) {
+    /// The recording `key`'s host tables pinned for the GPUs (one pinning serves them all).
+    fn pinned_recording(
+        &self,
+        key: &(String, u64),
+        tables: &Arc<dyn crate::sys::RecordingTables>,
+    ) -> Result<Arc<PinnedRecording>> {
+        let mut pins = self.pinned_recs.lock();
+        pins.retain(|_, w| w.strong_count() > 0);
+        if let Some(p) = pins.get(key).and_then(|w| w.upgrade()) {
+            return Ok(p);
+        }
+        let p = Arc::new(PinnedRecording::new(tables.clone()).map_err(|e| {
+            Error::new(
+                Status::ResourceExhausted,
+                format!("pinning the recording of {} in host memory: {e}", key.0),
+            )
+        })?);
+        pins.insert(key.clone(), Arc::downgrade(&p));
+        Ok(p)
+    }
+
+    /// Gives a stage back to its GPU's pool (or frees it, past the plan's stages).
+    pub(super) fn put_back(&self, g: usize, loaded: &Loaded, stage: Stage) {
         let mut stages = self.gpus[g].stages.lock();
-        stages.retain(|(gen, _)| *gen == generation);
-        if stages.len() < STAGES_PER_GPU {
-            stages.push((generation, stage));
+        stages.retain(|(gen, _)| *gen == loaded.generation);
+        if stages.len() < loaded.plan.stages {
+            stages.push((loaded.generation, stage));
         }
     }
 
@@ -214,9 +289,7 @@ impl CuzkGpuProver {
         let up = crate::error::catch("cuzk GPU upload", Status::Proving, || {
             Ok(stage.upload_witness(&rec, &input))
         })
-        .and_then(|r| {
-            r.map_err(|e| Error::proving(format!("{}: witness upload failed: {e}", gpu.name)))
-        });
+        .and_then(|r| r.map_err(|e| kernel_error(gpu, "witness upload failed", e)));
         let err = match up {
             Ok(None) => return Ok((loaded, stage)),
             Ok(Some(row)) => Error::internal(format!(
@@ -226,7 +299,7 @@ impl CuzkGpuProver {
             )),
             Err(e) => e,
         };
-        self.put_back(g, loaded.generation, stage);
+        self.put_back(g, &loaded, stage);
         Err(err)
     }
 }

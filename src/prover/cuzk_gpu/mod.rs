@@ -37,10 +37,16 @@
 mod device;
 mod pipeline;
 mod placement;
+pub mod plan;
+
+pub use placement::plan_bytes;
 
 use std::{
-    collections::HashMap,
-    sync::atomic::{AtomicBool, Ordering},
+    collections::{HashMap, HashSet},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Weak,
+    },
 };
 
 use bellperson::groth16::Proof;
@@ -55,7 +61,7 @@ use super::{
 use crate::{
     error::{Error, Result},
     params::Srs,
-    sys::cuda,
+    sys::{cuda, gpu_prover},
 };
 
 /// The prover on a set of GPUs.
@@ -68,10 +74,26 @@ pub struct CuzkGpuProver {
     loading: Mutex<()>,
     /// Where the parameters go.
     params: GpuParams,
+    /// `CUZK_GPU_MEM_LIMIT`: the device memory each GPU is planned and capped as having.
+    mem_limit: Option<u64>,
+    /// Recordings' host tables pinned for GPUs that read them in place, by (circuit, instance).
+    pinned_recs: Mutex<HashMap<(String, u64), Weak<gpu_prover::PinnedRecording>>>,
 }
 
+/// Device memory left to the CUDA context and allocation slack under `CUZK_GPU_MEM_LIMIT`:
+/// the prover's own buffers are capped at the limit less this.
+pub const CONTEXT_BYTES: u64 = 512 << 20;
+
 impl CuzkGpuProver {
-    pub fn new(devices: Vec<cuda::CudaDevice>, per_gpu: usize, params: GpuParams) -> Self {
+    /// The prover on `devices`, `per_gpu` partitions per GPU and batch, the parameters placed
+    /// by `params`, and each GPU planned and capped as having at most `mem_limit` bytes of
+    /// device memory (its buffers are capped at the limit less [`CONTEXT_BYTES`]).
+    pub fn new(
+        devices: Vec<cuda::CudaDevice>,
+        per_gpu: usize,
+        params: GpuParams,
+        mem_limit: Option<u64>,
+    ) -> Self {
         let gpus: Vec<Gpu> = devices
             .iter()
             .map(|d| Gpu {
@@ -82,6 +104,7 @@ impl CuzkGpuProver {
                 srs: Mutex::new(HashMap::new()),
                 stages: Mutex::new(Vec::new()),
                 recordings: Mutex::new(HashMap::new()),
+                said_no_room: Mutex::new(HashSet::new()),
             })
             .collect();
         let name: &'static str = Box::leak(
@@ -103,6 +126,8 @@ impl CuzkGpuProver {
             per_gpu: per_gpu.max(1),
             loading: Mutex::new(()),
             params,
+            mem_limit,
+            pinned_recs: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -167,6 +192,30 @@ impl ProverBackend for CuzkGpuProver {
         let gpu = &self.gpus[device];
         cuda::launch_check(gpu.ordinal)
             .map_err(|e| Error::proving(format!("{}: probe failed: {e}", gpu.name)))
+    }
+
+    fn plans(&self, srs: &Srs) -> Vec<(String, Result<String>)> {
+        self.usable()
+            .into_iter()
+            .map(|g| {
+                let gpu = &self.gpus[g];
+                let plan = match gpu.srs.lock().get(&srs.path) {
+                    Some(Held::Loaded(l)) if l.generation == srs.generation => Ok(l.plan),
+                    _ => self.plan(g, srs),
+                };
+                let said = plan.map(|p| {
+                    format!(
+                        "{p} ({} MiB of device memory{})",
+                        plan_bytes(srs, p) >> 20,
+                        match self.mem_limit {
+                            Some(l) => format!(", CUZK_GPU_MEM_LIMIT {} MiB", l >> 20),
+                            None => String::new(),
+                        }
+                    )
+                });
+                (gpu.name.clone(), said)
+            })
+            .collect()
     }
 
     fn release(&self) {
@@ -251,7 +300,7 @@ mod tests {
 
     #[test]
     fn a_batch_is_split_over_the_gpus_in_service_only() {
-        let p = CuzkGpuProver::new(vec![dev(0), dev(1)], 4, GpuParams::Auto);
+        let p = CuzkGpuProver::new(vec![dev(0), dev(1)], 4, GpuParams::Auto, None);
         assert_eq!(p.devices(), ["cuda:0", "cuda:1"]);
         assert_eq!(p.max_batch(), 8);
         let placed: Vec<usize> = (0..8).map(|i| p.device_for(i, 8)).collect();
@@ -315,7 +364,7 @@ mod tests {
             .get("toy", &budget)
             .unwrap();
         let busy = budget.try_acquire((1 << 30) - srs.file_len / 2).unwrap();
-        let p = CuzkGpuProver::new(vec![dev(0)], 1, GpuParams::Resident);
+        let p = CuzkGpuProver::new(vec![dev(0)], 1, GpuParams::Resident, None);
         let e = p.prepare(&srs).unwrap_err();
         assert_eq!(e.status, Status::ResourceExhausted, "{e}");
         assert!(e.message.contains("memory budget"), "{e}");

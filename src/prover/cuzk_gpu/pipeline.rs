@@ -12,7 +12,7 @@ use crate::{
     error::{Error, Result, Status},
     params::Srs,
     prover::{groth16::assemble_proof, ProverBackend, StageTimes},
-    sys::gpu_prover::{MsmResults, Stage},
+    sys::gpu_prover::{KernelError, MsmResults, Stage},
 };
 
 impl CuzkGpuProver {
@@ -105,7 +105,7 @@ impl CuzkGpuProver {
                 let mut t = StageTimes::default();
                 let r = up.and_then(|(loaded, mut stage)| {
                     let r = self.compute(g, &loaded, &mut stage, srs, rs[i], ss[i], &mut t);
-                    self.put_back(g, loaded.generation, stage);
+                    self.put_back(g, &loaded, stage);
                     r
                 });
                 out.push((i, r, t));
@@ -128,14 +128,14 @@ impl CuzkGpuProver {
     ) -> Result<Proof<Bls12>> {
         let gpu = &self.gpus[g];
         let t = Instant::now();
-        let res: std::result::Result<MsmResults, String> = {
+        let res: std::result::Result<MsmResults, KernelError> = {
             let _busy = gpu.busy.lock();
             crate::error::catch("cuzk GPU prover", Status::Proving, || {
                 Ok(loaded.dev.prove(stage))
             })?
         };
         times.gpu_ms = t.elapsed().as_secs_f64() * 1e3;
-        let m = res.map_err(|e| Error::proving(format!("{}: GPU prover failed: {e}", gpu.name)))?;
+        let m = res.map_err(|e| super::device::kernel_error(gpu, "GPU prover failed", e))?;
         times.gpu_stages_ms = m.ms;
         times.ntt_ms = m.ms[1];
         times.msm_ms = m.ms[2] + m.ms[4..].iter().sum::<f64>();

@@ -4,25 +4,22 @@
 
 use std::{sync::Arc, time::Instant};
 
-use super::{
-    device::{Gpu, STAGES_PER_GPU},
-    CuzkGpuProver,
-};
+use super::{device::Gpu, plan::Plan, CuzkGpuProver};
 use crate::{
     budget::Reservation,
     error::{Error, Result, Status},
     params::{Bases, FileStamp, Srs},
-    prover::GpuParams,
     sys::{
         cuda,
         gpu_prover::{self, DeviceSrs, PinnedBases},
     },
 };
 
-/// A circuit's parameters on one GPU.
+/// A circuit's parameters on one GPU, and how that GPU proves the circuit.
 pub(super) struct Loaded {
     pub(super) dev: DeviceSrs,
     pub(super) generation: u64,
+    pub(super) plan: Plan,
     /// Streamed: the budget's hold on the pinned host copy (shared by the GPUs using it).
     _host_copy: Option<Arc<Reservation>>,
 }
@@ -62,21 +59,41 @@ impl CuzkGpuProver {
             // A copy of an older version of the file goes first (its device memory comes back).
             self.gpus[i].srs.lock().remove(&srs.path);
         }
-        let (to_stream, resident): (Vec<usize>, Vec<usize>) =
-            want.iter().partition(|&&i| self.streams(i, srs));
-        let t = Instant::now();
-        let bases = read_bases(srs);
-        let read_ms = t.elapsed().as_secs_f64() * 1e3;
-        let held: Vec<(usize, Held)> = match bases {
-            Err(e) => want.iter().map(|&i| (i, failed(srs, e.clone()))).collect(),
-            Ok((b, reservation)) => {
-                let mut held = self.place_resident(&resident, &b, srs, read_ms);
-                if !to_stream.is_empty() {
-                    held.extend(self.place_streamed(&to_stream, b, reservation, srs));
-                }
-                held
+        // The cap on the prover's buffers follows this prover's limit from here on.
+        for &i in &want {
+            let cap = self
+                .mem_limit
+                .map_or(u64::MAX, |l| l.saturating_sub(super::CONTEXT_BYTES));
+            gpu_prover::set_mem_cap(self.gpus[i].ordinal, cap);
+        }
+        let mut held: Vec<(usize, Held)> = Vec::new();
+        let (mut to_stream, mut resident) = (Vec::new(), Vec::new());
+        for &i in &want {
+            match self.plan(i, srs) {
+                Ok(p) if p.streamed => to_stream.push((i, p)),
+                Ok(p) => resident.push((i, p)),
+                Err(e) => held.push((i, failed(srs, e))),
             }
-        };
+        }
+        if !to_stream.is_empty() || !resident.is_empty() {
+            let t = Instant::now();
+            let bases = read_bases(srs);
+            let read_ms = t.elapsed().as_secs_f64() * 1e3;
+            match bases {
+                Err(e) => held.extend(
+                    to_stream
+                        .iter()
+                        .chain(&resident)
+                        .map(|&(i, _)| (i, failed(srs, e.clone()))),
+                ),
+                Ok((b, reservation)) => {
+                    held.extend(self.place_resident(&resident, &b, srs, read_ms));
+                    if !to_stream.is_empty() {
+                        held.extend(self.place_streamed(&to_stream, b, reservation, srs));
+                    }
+                }
+            }
+        }
         let mut passing = None;
         for (i, h) in held {
             match h {
@@ -103,13 +120,13 @@ impl CuzkGpuProver {
     /// Copies the bases `b` (read in `read_ms`) into the memory of each of the GPUs `gpus`.
     fn place_resident(
         &self,
-        gpus: &[usize],
+        gpus: &[(usize, Plan)],
         b: &Bases,
         srs: &Srs,
         read_ms: f64,
     ) -> Vec<(usize, Held)> {
         gpus.iter()
-            .map(|&i| {
+            .map(|&(i, plan)| {
                 let gpu = &self.gpus[i];
                 let t = Instant::now();
                 let _busy = gpu.busy.lock();
@@ -118,7 +135,7 @@ impl CuzkGpuProver {
                     Ok(dev) => {
                         log::info!(
                             "{}: parameters {} resident on the GPU ({} MiB; read {:.0} ms, \
-                             copied {:.0} ms)",
+                             copied {:.0} ms); {plan}",
                             gpu.name,
                             srs.path.display(),
                             dev.bytes() >> 20,
@@ -128,6 +145,7 @@ impl CuzkGpuProver {
                         Held::Loaded(Arc::new(Loaded {
                             dev,
                             generation: srs.generation,
+                            plan,
                             _host_copy: None,
                         }))
                     }
@@ -142,7 +160,7 @@ impl CuzkGpuProver {
     /// makes each of the GPUs `gpus` read them from there.
     fn place_streamed(
         &self,
-        gpus: &[usize],
+        gpus: &[(usize, Plan)],
         b: Bases,
         reservation: Reservation,
         srs: &Srs,
@@ -154,7 +172,10 @@ impl CuzkGpuProver {
                     Status::ResourceExhausted,
                     format!("{}: {e}", srs.path.display()),
                 );
-                return gpus.iter().map(|&i| (i, failed(srs, e.clone()))).collect();
+                return gpus
+                    .iter()
+                    .map(|&(i, _)| (i, failed(srs, e.clone())))
+                    .collect();
             }
             Ok(pinned) => pinned,
         };
@@ -163,14 +184,14 @@ impl CuzkGpuProver {
         let (pinned, hold) = (Arc::new(pinned), Arc::new(reservation.into_resident()));
         let pin_ms = t.elapsed().as_secs_f64() * 1e3;
         gpus.iter()
-            .map(|&i| {
+            .map(|&(i, plan)| {
                 let gpu = &self.gpus[i];
                 let _busy = gpu.busy.lock();
                 let held = match DeviceSrs::streamed(gpu.ordinal, pinned.clone()) {
                     Ok(dev) => {
                         log::info!(
                             "{}: parameters {} streamed from pinned host memory \
-                             ({} MiB pinned in {:.0} ms, {} MiB on the GPU)",
+                             ({} MiB pinned in {:.0} ms, {} MiB on the GPU); {plan}",
                             gpu.name,
                             srs.path.display(),
                             pinned.bytes() >> 20,
@@ -180,6 +201,7 @@ impl CuzkGpuProver {
                         Held::Loaded(Arc::new(Loaded {
                             dev,
                             generation: srs.generation,
+                            plan,
                             _host_copy: Some(hold.clone()),
                         }))
                     }
@@ -190,45 +212,90 @@ impl CuzkGpuProver {
             .collect()
     }
 
-    /// Whether GPU `i` proves `srs`'s circuit from parameters streamed from host memory: as
-    /// configured, or (auto) where its free memory cannot hold them beside the working
-    /// buffers.
-    fn streams(&self, i: usize, srs: &Srs) -> bool {
-        match self.params {
-            GpuParams::Resident => false,
-            GpuParams::Streamed => true,
-            GpuParams::Auto => {
-                let need = srs.file_len + working_bytes(srs);
-                match cuda::device(self.gpus[i].ordinal) {
-                    Ok(d) if d.free_mem >= need => false,
-                    Ok(d) => {
-                        log::info!(
-                            "{}: {} MiB free, {} MiB needed to hold {} with the working \
-                             buffers: its parameters are streamed from host memory",
-                            self.gpus[i].name,
-                            d.free_mem >> 20,
-                            need >> 20,
-                            srs.path.display()
-                        );
-                        true
-                    }
-                    Err(_) => false,
+    /// How GPU `i` proves `srs`'s circuit: the first plan the parameter setting allows that
+    /// fits the device memory it has free (within `CUZK_GPU_MEM_LIMIT`), or RESOURCE_EXHAUSTED
+    /// where none does (said once per GPU and circuit in the log).
+    pub(super) fn plan(&self, i: usize, srs: &Srs) -> Result<Plan> {
+        let gpu = &self.gpus[i];
+        let avail = match self.avail(i) {
+            Some(a) => a,
+            // No device to ask (a test without a GPU): the first plan allowed.
+            None => {
+                return Ok(*super::plan::PLANS
+                    .iter()
+                    .find(|p| p.allowed(self.params))
+                    .expect("every setting allows a plan"))
+            }
+        };
+        let need = |p: Plan| plan_bytes(srs, p);
+        match super::plan::choose(self.params, avail, need) {
+            Some(p) => {
+                if p != super::plan::PLANS[0] {
+                    log::info!(
+                        "{}: {} MiB of device memory for {}: {p} ({} MiB)",
+                        gpu.name,
+                        avail >> 20,
+                        srs.path.display(),
+                        need(p) >> 20
+                    );
                 }
+                Ok(p)
+            }
+            None => {
+                let least = super::plan::PLANS
+                    .iter()
+                    .filter(|p| p.allowed(self.params))
+                    .map(|&p| need(p))
+                    .min()
+                    .unwrap_or(u64::MAX);
+                let e = Error::new(
+                    Status::ResourceExhausted,
+                    format!(
+                        "{}: cannot hold a partition of {}: {} MiB of device memory{}, {} MiB \
+                         needed at the least (parameters {:?})",
+                        gpu.name,
+                        srs.path.display(),
+                        avail >> 20,
+                        match self.mem_limit {
+                            Some(l) => format!(" (CUZK_GPU_MEM_LIMIT {} MiB)", l >> 20),
+                            None => String::new(),
+                        },
+                        least >> 20,
+                        self.params
+                    ),
+                );
+                if gpu.said_no_room.lock().insert(srs.path.clone()) {
+                    log::error!("{}", e.message);
+                }
+                Err(e)
             }
         }
     }
+
+    /// The device memory GPU `i` can give a circuit now: its free memory, within
+    /// `CUZK_GPU_MEM_LIMIT` less what the prover already holds there. None without a device.
+    pub(super) fn avail(&self, i: usize) -> Option<u64> {
+        let ordinal = self.gpus[i].ordinal;
+        let free = cuda::device(ordinal).ok()?.free_mem;
+        Some(match self.mem_limit {
+            Some(limit) => free.min(limit.saturating_sub(gpu_prover::mem_stats(ordinal).0)),
+            None => free,
+        })
+    }
 }
 
-/// Device memory a GPU needs beside the parameters to prove `srs`'s circuit with
-/// [`STAGES_PER_GPU`] partitions' buffers: computed by kernels/ from the sizes it allocates
-/// (`cuzk_gpu_working_bytes`, kernels/cuzk/buffers.cuh), with the recording and a margin.
-fn working_bytes(srs: &Srs) -> u64 {
-    gpu_prover::working_bytes(
+/// Device memory a GPU needs to prove `srs`'s circuit with plan `p` (the parameters too where
+/// resident): computed by kernels/ from the sizes it allocates (`cuzk_gpu_working_bytes`,
+/// kernels/cuzk/buffers.cuh), with the recording and a margin.
+pub fn plan_bytes(srs: &Srs, p: Plan) -> u64 {
+    let work = gpu_prover::working_bytes(
         srs.size.domain().trailing_zeros(),
         srs.size.inputs,
         srs.size.aux,
-        STAGES_PER_GPU,
-    )
+        p.stages,
+        p.flags(),
+    );
+    work.saturating_add(if p.streamed { 0 } else { srs.file_len })
 }
 
 /// Reads `srs`'s bases into host memory, first reserving the file's size in the memory budget.
