@@ -3,7 +3,8 @@
 # carried in .dev/ (cuzk built with --features cuda, .dev/fp-supraseal from
 # scripts/build-baseline.sh). A run outlasts one device call (10 minutes), so it is started in
 # the background in its own session and polled:
-#   scripts/device-full.sh start PLAN   # PLAN: 32 (the 32 GiB run) or 64 (the 64 GiB checks)
+#   scripts/device-full.sh start PLAN   # PLAN: 32 (the 32 GiB run), 64 (the 64 GiB checks) or
+#                                       # small (32 GiB within 24 and 16 GiB of device memory)
 #   scripts/device-full.sh poll [SECS]  # waits up to SECS (default 540) for the run, packs what
 #                                       # is there into $OUT/results.tgz, prints the log's tail
 #   scripts/device-full.sh check        # in the foreground, first: parameter sets generated on
@@ -93,6 +94,26 @@ case ${1:-} in
         kill $s; grep -vE '^\s*$' "$W/bench-32.out" | tail -30
         stamp "filecoin-proofs + supraseal, one proof"
         baseline 32GiB "$P" ;;
+      small)
+        # Issue 24: the 32 GiB circuit on cards of 24 and 16 GiB (CUZK_GPU_MEM_LIMIT on the
+        # H200), then without a limit, same parameters and C1, two proofs each (every one
+        # verified by the self-check and verify_seal). The device's own reading of its memory
+        # (nvidia-smi, every second) is in bench-small-*.smi.
+        P=$W/p32; mkdir -p "$P"
+        stamp "32GiB parameters and recording"
+        timed gen-32 $BIN --params-dir "$P" params gen --sector-size 32GiB $(rec_opt "$P"); head -20 "$W/gen-32.out"
+        timed fixture-32 $BIN fixture --sector-size 32GiB --sector-id 1 --miner-id 1000 -o "$P/c1-32GiB.json"
+        for lim in 24GiB 16GiB none; do
+          stamp "two proofs, CUZK_GPU_MEM_LIMIT=$lim"
+          s=$(smi bench-small-$lim)
+          if [[ $lim = none ]]; then unset CUZK_GPU_MEM_LIMIT; else export CUZK_GPU_MEM_LIMIT=$lim; fi
+          timed bench-small-$lim $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 2 -j 2 --memory-budget-gib 100 \
+            --json "$W/bench-small-$lim.json" --timeline "$W/bench-small-$lim.timeline"
+          kill $s; unset CUZK_GPU_MEM_LIMIT
+          grep -E 'device memory for|cannot hold|lean|from host memory|resident on the GPU' "$W/bench-small-$lim.log" | head -8
+          grep -vE '^\s*$' "$W/bench-small-$lim.out" | tail -14
+          echo "device memory peak (nvidia-smi): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0 > m) m = $2+0} END {print m " MiB"}' "$W/bench-small-$lim.smi")"
+        done ;;
       64)
         rm -rf "$W/p32"; P=$W/p64; mkdir -p "$P"
         stamp "64GiB recording, synthetic C1, vanilla verification"

@@ -41,6 +41,8 @@
 #                                   # incumbent (what h200-streamed had no time left for)
 #   scripts/device-plan.sh h200-gpu-checks # issue 29: make test-gpu's checks with carried binaries
 #   scripts/device-plan.sh h200-restructure # issue 23: the same checks and the 10-partition stream
+#   scripts/device-plan.sh h200-small # issue 24: the self-test with every lean plan (same bytes as the
+#                                   # CPU, allocations within the limit), the kernels' tests, memcheck
 # The full-size runs (issue 22) outlast a device call: scripts/device-full.sh (start, then poll).
 # Plans before h200-streamed ran builds that still had supraseal-c2's backend
 # (CUZK_GPU_PROVER=supraseal); it was removed after h200-msm.
@@ -59,6 +61,12 @@ D=step
 SUPRA="--baseline-bin fp-supraseal=.dev/fp-supraseal"
 ECGPU="--baseline-bin fp-ecgpu=.dev/fp-ecgpu"
 case ${1:-} in
+  h200-small)
+    $D info
+    $D gpu-checks
+    $D selftest 1000000
+    $D sanitize 1024
+    ;;
   h200)
     $D info
     $D selftest 65536
