@@ -138,11 +138,13 @@ struct cuzk_gpu_output {
  * stays allocated until cuzk_gpu_unpin. */
 int cuzk_gpu_pin(void* p, size_t bytes, char* err, size_t errlen);
 void cuzk_gpu_unpin(void* p);
-/* A circuit's bases (nb points each in b1 and b2) on GPU `ordinal`: copied into device memory
- * (streamed == 0), or left in host memory pinned by cuzk_gpu_pin, which must outlive *out. */
+/* A circuit's bases (nb points each in b1 and b2) on GPU `ordinal`: copied into device memory,
+ * or (plan & CUZK_PLAN_STREAMED) left in host memory pinned by cuzk_gpu_pin, which must
+ * outlive *out. With CUZK_PLAN_LEAN the H MSM's buffers are not made now: a lean stage's proof
+ * lends them its free working vector. `plan` takes the CUZK_PLAN_* flags below. */
 int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_t nl,
                      const void* a, size_t na, const void* b1, const void* b2, size_t nb,
-                     int streamed, cuzk_gpu_srs** out, char* err, size_t errlen);
+                     uint32_t plan, cuzk_gpu_srs** out, char* err, size_t errlen);
 /* Device memory held (bases where resident, and the working buffers), in bytes. */
 size_t cuzk_gpu_srs_bytes(const cuzk_gpu_srs* s);
 /* Frees the handle (NULL is ignored) once its GPU's work is done. */

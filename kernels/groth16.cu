@@ -293,8 +293,9 @@ void cuzk_gpu_unpin(void* p)
 
 int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_t nl,
                      const void* a, size_t na, const void* b1, const void* b2, size_t nb,
-                     int streamed, cuzk_gpu_srs** out, char* err, size_t errlen)
+                     uint32_t plan, cuzk_gpu_srs** out, char* err, size_t errlen)
 {
+    const bool streamed = plan & CUZK_PLAN_STREAMED, lean = plan & CUZK_PLAN_LEAN;
     try {
         int idx = sppark_index(ordinal);
         if (idx < 0)
@@ -304,7 +305,7 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
         const gpu_t& gpu = select_gpu(idx);
         auto s = std::make_unique<cuzk_gpu_srs>();
         s->gpu = idx;
-        s->streamed = streamed != 0;
+        s->streamed = streamed;
         s->nh = nh; s->nl = nl; s->na = na; s->nb = nb;
         // Streamed: the kernels read the devices' mapping of the pinned host arrays.
         auto mapped = [&](const void* src) -> void* {
@@ -314,8 +315,9 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
         };
         if (s->streamed) {
             s->h = (const affine_d*)h;
+            // A lean plan lends them its working vector at proof time (or makes them then).
             s->hs = std::make_unique<base_stream_t<affine_d>>(
-                std::min(std::max<size_t>(nh, 1), CUZK_STREAM_STRIDE), idx);
+                std::min(std::max<size_t>(nh, 1), CUZK_STREAM_STRIDE), idx, lean);
             s->l = nl ? (const affine_d*)mapped(l) : nullptr;
             s->a = na ? (const affine_d*)mapped(a) : nullptr;
             s->b1 = nb ? (const affine_d*)mapped(b1) : nullptr;
@@ -330,7 +332,8 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
             s->b2 = s->b2_dev;
         }
         s->ws = std::make_unique<prove_ws_t>(gpu.sm_count());
-        s->ws->h.reserve(msm_shape(nh, s->hs ? s->hs->cap : SIZE_MAX));
+        if (!lean)
+            s->ws->h.reserve(msm_shape(nh, s->hs ? s->hs->cap : SIZE_MAX));
         *out = s.release();
         return CUZK_KERNELS_OK;
     } CUZK_CATCH_RETURN
@@ -695,8 +698,27 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
 
         const size_t nw = CUZK_MAX_WINS + 1;
         msm_shape_t shp[5];
+        if (g->lean) {
+            // The second working vector is free once h is made: the H MSM's streamed base
+            // buffers and digits go there where they fit.
+            uint8_t* v = reinterpret_cast<uint8_t*>(d[1]);
+            const size_t room = domain * sizeof(fr_t);
+            const msm_shape_t hs_shape = msm_shape(s->nh, s->hs ? s->hs->cap : SIZE_MAX);
+            const size_t bufs = s->hs ? base_stream_t<affine_d>::bytes_for(s->hs->cap) : 0;
+            if (h_lent_fits(domain, bufs, msm_ws_t<bucket_t>::temps(hs_shape))) {
+                const size_t off = (bufs + 255) & ~(size_t)255;
+                if (s->hs)
+                    s->hs->lent = reinterpret_cast<affine_d*>(v);
+                w.h.lent = v + off;
+                w.h.lent_bytes = room - off;
+            }
+        }
         shp[0] = msm_enqueue<bucket_t, affine_d>(gpu, w.h, w.ev, s->h, d[0], s->nh, w.res1, st,
                                                  sd, 0, s->hs.get());
+        if (s->hs)
+            s->hs->lent = nullptr;
+        w.h.lent = nullptr;
+        w.h.lent_bytes = 0;
         CUDA_OK(cudaEventRecord(w.tm[2], st));
 
         // L, A and B: a Pippenger MSM over the others (their bases gathered), plus the sum of

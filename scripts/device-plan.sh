@@ -63,6 +63,7 @@ ECGPU="--baseline-bin fp-ecgpu=.dev/fp-ecgpu"
 case ${1:-} in
   h200-small)
     $D info
+    $D setup 2k
     $D gpu-checks
     $D selftest 1000000
     $D sanitize 1024

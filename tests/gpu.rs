@@ -260,11 +260,11 @@ impl Case {
     /// memory.
     fn check_both(self) {
         let (h, l, a, b1, b2) = &self.bases;
-        let srs = DeviceSrs::upload(0, h, l, a, b1, b2).unwrap();
+        let srs = DeviceSrs::upload(0, h, l, a, b1, b2, false).unwrap();
         self.check(&srs, "resident");
         drop(srs);
         let pinned = PinnedBases::new(h.clone(), l.clone(), a.clone(), b1.clone(), b2.clone());
-        let srs = DeviceSrs::streamed(0, Arc::new(pinned.unwrap())).unwrap();
+        let srs = DeviceSrs::streamed(0, Arc::new(pinned.unwrap()), false).unwrap();
         self.check(&srs, "streamed");
         eprintln!("GPU prover = CPU: {}", self.name);
     }

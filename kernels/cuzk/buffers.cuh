@@ -136,6 +136,13 @@ struct cuzk_gpu_stage {
     cuzk_gpu_stage& operator=(const cuzk_gpu_stage&) = delete;
 };
 
+// Whether the H MSM's streamed base buffers (h_bufs bytes) and its digits (h_temp) fit in one
+// lean working vector of a domain.
+static inline bool h_lent_fits(size_t domain, size_t h_bufs, size_t h_temp)
+{
+    return ((h_bufs + 255) & ~(size_t)255) + h_temp <= domain * sizeof(fr_t);
+}
+
 // Whether the tails' gathered bases (n1 G1 and n2 G2 points) fit in the lean working vectors
 // of a domain, which the h chain no longer needs once the H MSM has read h.
 static inline bool tails_fit(size_t domain, size_t n1, size_t n2)
@@ -180,10 +187,16 @@ struct prove_ws_t {
         const msm_shape_t tail = msm_shape(oth, CUZK_TAIL_STRIDE);
         const size_t nh = sh.domain() - 1;
         const size_t gathered = (oth + oth / 4) * (sizeof(affine_d) + sizeof(affine2_d));
-        return (lean ? 2 * sh.domain() * sizeof(fr_t) : 0) +
-               (streamed ? 2 * std::min<size_t>(nh, CUZK_STREAM_STRIDE) * sizeof(affine_d) : 0) +
-               msm_ws_t<bucket_t>::bytes_for(
-                   msm_shape(nh, streamed ? CUZK_STREAM_STRIDE : SIZE_MAX), sms) +
+        const msm_shape_t hshape = msm_shape(nh, streamed ? CUZK_STREAM_STRIDE : SIZE_MAX);
+        const size_t h_bufs = streamed ? base_stream_t<affine_d>::bytes_for(
+                                             std::min<size_t>(std::max<size_t>(nh, 1),
+                                                              CUZK_STREAM_STRIDE))
+                                       : 0;
+        const size_t h_temp = msm_ws_t<bucket_t>::temps(hshape);
+        // A lean plan lends the H MSM its second working vector (free once h is made).
+        const bool lent = lean && h_lent_fits(sh.domain(), h_bufs, h_temp);
+        return (lean ? 2 * sh.domain() * sizeof(fr_t) : 0) + (lent ? 0 : h_bufs) +
+               msm_ws_t<bucket_t>::bytes_for(hshape, sms) - (lent ? h_temp : 0) +
                msm_ws_t<bucket_t>::bytes_for(tail, sms) +
                msm_ws_t<bucket2_t>::bytes_for(tail, sms) +
                (lean && tails_fit(sh.domain(), oth + oth / 4, oth + oth / 4) ? 0 : gathered) +

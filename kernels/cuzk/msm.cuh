@@ -94,6 +94,10 @@ struct msm_ws_t {
     dev_vec_t<uint32_t> hist;
     dev_vec_t<uint8_t> temp;
     size_t n_parts = 0;
+    // Digits and sort space lent for one MSM (a lean stage's free working vector), used where
+    // they hold the MSM's (see reserve); null: `temp`.
+    uint8_t* lent = nullptr;
+    size_t lent_bytes = 0;
 
     // Partial sums left by one batch_addition launch (a grid of one block per SM).
     static size_t parts_for(int sms) { return (size_t)sms * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
@@ -122,7 +126,12 @@ struct msm_ws_t {
     {
         buckets.reserve(rows(s), true);
         hist.reserve(rows(s), true);
-        temp.reserve(temps(s), true);
+        if (!lent || lent_bytes < temps(s))
+            temp.reserve(temps(s), true);
+    }
+    uint8_t* temp_for(const msm_shape_t& s) const
+    {
+        return lent && lent_bytes >= temps(s) ? lent : temp.get();
     }
 };
 
@@ -136,12 +145,26 @@ struct base_stream_t {
     dev_vec_t<affine_dev> buf[2];
     event_t copied[2], freed[2];
     stream_t copy;
+    // Two buffers of `cap` points lent for one MSM (a lean stage's free working vector); null:
+    // `buf`, made on first use where not made at once.
+    affine_dev* lent = nullptr;
 
-    base_stream_t(size_t points, int gpu) : cap(points), copy(gpu)
+    // The buffers are made now unless `later` (a lean plan lends them, or makes them when the
+    // working vector is too small).
+    base_stream_t(size_t points, int gpu, bool later = false) : cap(points), copy(gpu)
     {
-        for (auto& b : buf)
-            b.reserve(cap, true);
+        if (!later)
+            for (auto& b : buf)
+                b.reserve(cap, true);
     }
+    affine_dev* buffer(int k)
+    {
+        if (lent)
+            return lent + k * cap;
+        buf[k].reserve(cap, true);
+        return buf[k];
+    }
+    static size_t bytes_for(size_t points) { return 2 * points * sizeof(affine_dev); }
     ~base_stream_t() { (void)cudaStreamSynchronize(copy); }
     base_stream_t(const base_stream_t&) = delete;
     base_stream_t& operator=(const base_stream_t&) = delete;
@@ -208,8 +231,9 @@ static msm_shape_t msm_enqueue(const gpu_t& gpu, msm_ws_t<bucket>& ws, msm_event
     ws.reserve(s);
     const uint32_t nbits = fr_t::bit_length();
     const uint32_t row = 1u << (s.wbits - 1);
-    vec2d_t<uint2> temps{(uint2*)ws.temp.get(), (unsigned)s.stride};
-    vec2d_t<uint32_t> digits{(uint32_t*)(ws.temp.get() + s.stride * 2 * sizeof(uint2)),
+    uint8_t* temp = ws.temp_for(s);
+    vec2d_t<uint2> temps{(uint2*)temp, (unsigned)s.stride};
+    vec2d_t<uint32_t> digits{(uint32_t*)(temp + s.stride * 2 * sizeof(uint2)),
                              (unsigned)s.stride};
     vec2d_t<uint32_t> hist{ws.hist.get(), row};
     static const unsigned acc_threads = max_threads(accumulate<bucket, affine_dev>);
@@ -226,11 +250,11 @@ static msm_shape_t msm_enqueue(const gpu_t& gpu, msm_ws_t<bucket>& ws, msm_event
         if (sb) {
             // Into the buffer the batch before last has finished with.
             CUDA_OK(cudaStreamWaitEvent(sb->copy, sb->freed[k], 0));
-            CUDA_OK(cudaMemcpyAsync(sb->buf[k], bases + off, num * sizeof(affine_dev),
+            CUDA_OK(cudaMemcpyAsync(sb->buffer(k), bases + off, num * sizeof(affine_dev),
                                     cudaMemcpyHostToDevice, sb->copy));
             CUDA_OK(cudaEventRecord(sb->copied[k], sb->copy));
             CUDA_OK(cudaStreamWaitEvent(st, sb->copied[k], 0));
-            pts = sb->buf[k];
+            pts = sb->buffer(k);
         }
         CUDA_OK(cudaStreamWaitEvent(st, ev.b, 0));
         // The bucket of digit +-1 in window 0: a plain sum (sppark's arrangement).

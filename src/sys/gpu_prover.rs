@@ -318,8 +318,9 @@ impl Drop for PinnedBases {
 }
 
 impl DeviceSrs {
-    /// Copies the bases to GPU `ordinal` (the resident mode). `b_g1` and `b_g2` must have the
-    /// same length.
+    /// Copies the bases to GPU `ordinal` (the resident mode), for full stages or (`lean`) lean
+    /// ones. `b_g1` and `b_g2` must have the same length.
+    #[allow(clippy::too_many_arguments)]
     pub fn upload(
         ordinal: usize,
         h: &[G1Affine],
@@ -327,10 +328,12 @@ impl DeviceSrs {
         a: &[G1Affine],
         b_g1: &[G1Affine],
         b_g2: &[G2Affine],
+        lean: bool,
     ) -> Result<DeviceSrs, String> {
+        let plan = if lean { PLAN_LEAN } else { 0 };
         // SAFETY: every pointer is valid for its length in points (blst's layouts, checked at
         // compile time above); the callee copies them before returning.
-        unsafe { Self::new_raw(ordinal, [h, l, a, b_g1], b_g2, false) }
+        unsafe { Self::new_raw(ordinal, [h, l, a, b_g1], b_g2, plan) }
             .map(|raw| DeviceSrs { raw, _pinned: None })
     }
 
@@ -339,11 +342,13 @@ impl DeviceSrs {
     pub fn streamed(
         ordinal: usize,
         pinned: std::sync::Arc<PinnedBases>,
+        lean: bool,
     ) -> Result<DeviceSrs, String> {
         let b = &*pinned;
+        let plan = PLAN_STREAMED | if lean { PLAN_LEAN } else { 0 };
         // SAFETY: the arrays are pinned and mapped (PinnedBases::new) and stay so while the
         // handle lives: it holds the Arc, and drop frees the handle before releasing it.
-        let raw = unsafe { Self::new_raw(ordinal, [&b.h, &b.l, &b.a, &b.b_g1], &b.b_g2, true) }?;
+        let raw = unsafe { Self::new_raw(ordinal, [&b.h, &b.l, &b.a, &b.b_g1], &b.b_g2, plan) }?;
         Ok(DeviceSrs {
             raw,
             _pinned: Some(pinned),
@@ -359,7 +364,7 @@ impl DeviceSrs {
         ordinal: usize,
         [h, l, a, b_g1]: [&[G1Affine]; 4],
         b_g2: &[G2Affine],
-        streamed: bool,
+        plan: u32,
     ) -> Result<*mut SrsC, String> {
         if b_g1.len() != b_g2.len() {
             return Err(format!(
@@ -381,7 +386,7 @@ impl DeviceSrs {
                 b_g1.as_ptr().cast(),
                 b_g2.as_ptr().cast(),
                 b_g1.len(),
-                streamed as c_int,
+                plan,
                 &mut raw,
                 err,
                 len,

@@ -141,58 +141,6 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
             }
         }
     }
-    // And each lean plan (issue 24: the plans of cards too small for the full one), chosen by
-    // a device memory limit of exactly what the plan needs (CUZK_GPU_MEM_LIMIT): each must be
-    // the plan taken, allocate within the limit, and prove the CPU's bytes.
-    #[cfg(feature = "cuda")]
-    let mut expect_plan: std::collections::HashMap<String, String> = Default::default();
-    #[cfg(feature = "cuda")]
-    if backends.len() > 1 {
-        use cuzk::prover::cuzk_gpu::{plan::PLANS, plan_bytes};
-        for plan in [PLANS[2], PLANS[4], PLANS[6]] {
-            let mode = if plan.streamed {
-                engine::GpuParams::Streamed
-            } else {
-                engine::GpuParams::Resident
-            };
-            for b in engine::select_backends(&engine::Config {
-                devices: devices.to_string(),
-                gpu_batch: 1,
-                params_dir: dir.to_path_buf(),
-                gpu_params: Some(mode),
-                gpu_mem_limit: Some(plan_bytes(&srs, plan)),
-                ..engine::Config::default()
-            })? {
-                if b.is_gpu() {
-                    let label = format!("{} cuzk ({plan})", b.name());
-                    expect_plan.insert(label.clone(), plan.to_string());
-                    backends.push((label, b));
-                }
-            }
-        }
-        // A limit below every plan: the GPU says it cannot hold a partition, as
-        // RESOURCE_EXHAUSTED, before any job.
-        for b in engine::select_backends(&engine::Config {
-            devices: devices.to_string(),
-            gpu_batch: 1,
-            params_dir: dir.to_path_buf(),
-            gpu_mem_limit: Some(1 << 20),
-            ..engine::Config::default()
-        })? {
-            if b.is_gpu() {
-                match b.prepare(&srs) {
-                    Err(e)
-                        if e.status == cuzk::Status::ResourceExhausted
-                            && e.message.contains("cannot hold a partition") => {}
-                    other => {
-                        return Err(Error::internal(format!(
-                            "a GPU limited to 1 MiB did not refuse the circuit: {other:?}"
-                        )))
-                    }
-                }
-            }
-        }
-    }
     let seed = Fr::from(7u64);
     let mut out = Fr::from(7u64);
     for _ in 0..rounds {
@@ -219,6 +167,47 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     } else {
         None
     };
+    // And each lean plan (issue 24: the plans of cards too small for the full one), forced,
+    // under a device memory limit of what the plan needs with room for this witness's others
+    // (the plan guesses 1 in 32 values; every value of this circuit is one): each must
+    // allocate within the limit and prove the CPU's bytes.
+    #[cfg(feature = "cuda")]
+    let mut expect_plan: std::collections::HashMap<String, String> = Default::default();
+    #[cfg(feature = "cuda")]
+    if let (true, Some((_, w))) = (backends.len() > 1, &compact) {
+        use cuzk::prover::{
+            cuzk_gpu::{plan::PLANS, plan_bytes, CuzkGpuProver},
+            ProverBackend,
+        };
+        let dev = cuzk::sys::cuda::device(0)
+            .map_err(|e| Error::internal(format!("the GPU for the lean plans: {e}")))?;
+        let others = w.classed().other_index.len() as u64;
+        for plan in [PLANS[2], PLANS[4], PLANS[6]] {
+            let mode = if plan.streamed {
+                engine::GpuParams::Streamed
+            } else {
+                engine::GpuParams::Resident
+            };
+            let limit = plan_bytes(&srs, plan) + others * 512;
+            let b = CuzkGpuProver::new(vec![dev.clone()], 1, mode, Some(limit)).with_plan(plan);
+            let label = format!("{} cuzk ({plan})", b.name());
+            expect_plan.insert(label.clone(), plan.to_string());
+            backends.push((label, Box::new(b)));
+        }
+        // A limit below every plan: the GPU says it cannot hold a partition, as
+        // RESOURCE_EXHAUSTED, before any job.
+        let b = CuzkGpuProver::new(vec![dev], 1, engine::GpuParams::Auto, Some(1 << 20));
+        match b.prepare(&srs) {
+            Err(e)
+                if e.status == cuzk::Status::ResourceExhausted
+                    && e.message.contains("cannot hold a partition") => {}
+            other => {
+                return Err(Error::internal(format!(
+                    "a GPU limited to 1 MiB did not refuse the circuit: {other:?}"
+                )))
+            }
+        }
+    }
     // Every proof must verify (and not for another output), and have the bytes of the first
     // one, the CPU's.
     let mut reference: Option<Vec<u8>> = None;

@@ -76,6 +76,8 @@ pub struct CuzkGpuProver {
     params: GpuParams,
     /// `CUZK_GPU_MEM_LIMIT`: the device memory each GPU is planned and capped as having.
     mem_limit: Option<u64>,
+    /// A plan every GPU takes whatever its memory (`with_plan`), else chosen per GPU.
+    forced: Option<plan::Plan>,
     /// Recordings' host tables pinned for GPUs that read them in place, by (circuit, instance).
     pinned_recs: Mutex<HashMap<(String, u64), Weak<gpu_prover::PinnedRecording>>>,
 }
@@ -127,8 +129,16 @@ impl CuzkGpuProver {
             loading: Mutex::new(()),
             params,
             mem_limit,
+            forced: None,
             pinned_recs: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Every GPU proves with plan `p` whatever its memory (the self-test's lean runs); its
+    /// allocations still fail past the memory limit.
+    pub fn with_plan(mut self, p: plan::Plan) -> Self {
+        self.forced = Some(p);
+        self
     }
 }
 

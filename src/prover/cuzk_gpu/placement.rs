@@ -130,8 +130,15 @@ impl CuzkGpuProver {
                 let gpu = &self.gpus[i];
                 let t = Instant::now();
                 let _busy = gpu.busy.lock();
-                let held = match DeviceSrs::upload(gpu.ordinal, &b.h, &b.l, &b.a, &b.b_g1, &b.b_g2)
-                {
+                let held = match DeviceSrs::upload(
+                    gpu.ordinal,
+                    &b.h,
+                    &b.l,
+                    &b.a,
+                    &b.b_g1,
+                    &b.b_g2,
+                    plan.lean,
+                ) {
                     Ok(dev) => {
                         log::info!(
                             "{}: parameters {} resident on the GPU ({} MiB; read {:.0} ms, \
@@ -187,7 +194,7 @@ impl CuzkGpuProver {
             .map(|&(i, plan)| {
                 let gpu = &self.gpus[i];
                 let _busy = gpu.busy.lock();
-                let held = match DeviceSrs::streamed(gpu.ordinal, pinned.clone()) {
+                let held = match DeviceSrs::streamed(gpu.ordinal, pinned.clone(), plan.lean) {
                     Ok(dev) => {
                         log::info!(
                             "{}: parameters {} streamed from pinned host memory \
@@ -217,6 +224,9 @@ impl CuzkGpuProver {
     /// where none does (said once per GPU and circuit in the log).
     pub(super) fn plan(&self, i: usize, srs: &Srs) -> Result<Plan> {
         let gpu = &self.gpus[i];
+        if let Some(p) = self.forced {
+            return Ok(p);
+        }
         let avail = match self.avail(i) {
             Some(a) => a,
             // No device to ask (a test without a GPU): the first plan allowed.
