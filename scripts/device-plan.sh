@@ -41,8 +41,9 @@
 #                                   # incumbent (what h200-streamed had no time left for)
 #   scripts/device-plan.sh h200-gpu-checks # issue 29: make test-gpu's checks with carried binaries
 #   scripts/device-plan.sh h200-restructure # issue 23: the same checks and the 10-partition stream
-#   scripts/device-plan.sh h200-small # issue 24: the self-test with every lean plan (same bytes as the
-#                                   # CPU, allocations within the limit), the kernels' tests, memcheck
+#   scripts/device-plan.sh h200-small # issue 24: the GPU checks, the self-test with every lean plan
+#                                   # (same bytes as the CPU, allocations within the limit) at 2^20,
+#                                   # memcheck
 # The full-size runs (issue 22) outlast a device call: scripts/device-full.sh (start, then poll).
 # Plans before h200-streamed ran builds that still had supraseal-c2's backend
 # (CUZK_GPU_PROVER=supraseal); it was removed after h200-msm.
@@ -66,7 +67,9 @@ case ${1:-} in
     $D setup 2k
     $D gpu-checks
     $D selftest 1000000
-    $D sanitize 1024
+    # memcheck over the self-test (every lean plan included); racecheck is the sanitize step's.
+    compute-sanitizer --tool memcheck .dev/cuzk selftest --constraints 256 > "$OUT/memcheck.log" 2>&1
+    echo "memcheck: exit $?; $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"; pack
     ;;
   h200)
     $D info
