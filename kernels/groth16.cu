@@ -707,8 +707,12 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
             const size_t bufs = s->hs ? base_stream_t<affine_d>::bytes_for(s->hs->cap) : 0;
             if (h_lent_fits(domain, bufs, msm_ws_t<bucket_t>::temps(hs_shape))) {
                 const size_t off = (bufs + 255) & ~(size_t)255;
-                if (s->hs)
+                // The copies into the lent buffers run on the copy stream: they must wait for
+                // the h chain, which used this vector until tm[1].
+                if (s->hs) {
                     s->hs->lent = reinterpret_cast<affine_d*>(v);
+                    CUDA_OK(cudaStreamWaitEvent(s->hs->copy, w.tm[1], 0));
+                }
                 w.h.lent = v + off;
                 w.h.lent_bytes = room - off;
             }

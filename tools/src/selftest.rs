@@ -169,7 +169,7 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     };
     // And each lean plan (issue 24: the plans of cards too small for the full one), forced,
     // under a device memory limit of what the plan needs with room for this witness's others
-    // (the plan guesses 1 in 32 values; every value of this circuit is one): each must
+    // (~1 KiB each: the plan guesses 1 in 32 values; every value of this circuit is one): each must
     // allocate within the limit and prove the CPU's bytes.
     #[cfg(feature = "cuda")]
     let mut expect_plan: std::collections::HashMap<String, String> = Default::default();
@@ -188,7 +188,7 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
             } else {
                 engine::GpuParams::Resident
             };
-            let limit = plan_bytes(&srs, plan) + others * 512;
+            let limit = plan_bytes(&srs, plan) + others * 1024;
             let b = CuzkGpuProver::new(vec![dev.clone()], 1, mode, Some(limit)).with_plan(plan);
             let label = format!("{} cuzk ({plan})", b.name());
             expect_plan.insert(label.clone(), plan.to_string());
