@@ -80,6 +80,7 @@ struct Counters {
     recorded: AtomicU64,
     rejected_files: AtomicU64,
     distrusted: AtomicU64,
+    file_reads: AtomicU64,
 }
 
 pub struct PceCache {
@@ -102,6 +103,8 @@ pub struct PceStats {
     pub recorded: u64,
     pub rejected_files: u64,
     pub distrusted: u64,
+    /// Recording files read (each read first reserves the file's size in the budget).
+    pub file_reads: u64,
 }
 
 impl PceCache {
@@ -160,6 +163,7 @@ impl PceCache {
             recorded: self.counters.recorded.load(Ordering::Relaxed),
             rejected_files: self.counters.rejected_files.load(Ordering::Relaxed),
             distrusted: self.counters.distrusted.load(Ordering::Relaxed),
+            file_reads: self.counters.file_reads.load(Ordering::Relaxed),
         }
     }
 
@@ -246,7 +250,32 @@ impl PceCache {
         } = room;
         let path = file::path(&self.dir, id);
         let t = Instant::now();
-        let (rec, from_disk) = match file::load(&path, id, Some(expect)) {
+        // A file is read only into room the budget has for it (its size: the tables it holds),
+        // given back once the recording's own reservation is made below.
+        let mut read_room = None;
+        let loaded = match std::fs::metadata(&path) {
+            Ok(m) => match self.make_room(m.len(), headroom) {
+                Some(r) => {
+                    read_room = Some(r);
+                    self.counters.file_reads.fetch_add(1, Ordering::Relaxed);
+                    file::load(&path, id, Some(expect))
+                }
+                None => {
+                    log::info!(
+                        "no room in the memory budget to load the recording of circuit {id} now \
+                         ({} MiB): full synthesis meanwhile",
+                        m.len() >> 20
+                    );
+                    self.set(id, Slot::NotNow(Instant::now()));
+                    return;
+                }
+            },
+            Err(_) => Err(file::LoadError::Missing),
+        };
+        if loaded.is_err() {
+            read_room = None;
+        }
+        let (rec, from_disk) = match loaded {
             Ok(rec) => (rec, true),
             Err(why) => {
                 if let file::LoadError::Bad(e) = &why {
@@ -298,6 +327,7 @@ impl PceCache {
                 );
             }
         }
+        drop(read_room);
         let Some(reservation) = self.make_room_resident(bytes, headroom) else {
             log::info!(
                 "recording of circuit {id} ({} MiB) does not fit the memory budget now: full synthesis meanwhile",

@@ -356,4 +356,36 @@ mod tests {
             "the recording is saved for the next try"
         );
     }
+
+    /// Issue 24: a recording file was read into host memory before the budget was asked, so a
+    /// recording that did not fit was read (6 GB at 32 GiB) outside the budget, then dropped,
+    /// and read again at every retry (30 s). It is read only into room the budget has for it.
+    #[test]
+    fn a_recording_file_is_read_only_into_room_the_budget_has() {
+        use crate::budget::Budget;
+        let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        let expect = (made.inputs, made.aux);
+        let dir = tempfile::tempdir().unwrap();
+        let path = file::path(dir.path(), "toy");
+        file::save(&made, &path).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        let total = 1u64 << 20;
+        let room = Room {
+            recording: 1,
+            partition: total - len / 2,
+        };
+        let no_record = |_| -> Result<Recording, String> { panic!("the file is there") };
+        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(total));
+        assert!(cache.load_or_record("toy", expect, room, no_record).is_err());
+        assert_eq!(cache.state("toy"), PceState::Absent, "tried again later");
+        assert_eq!(cache.stats().file_reads, 0, "read with no room for it");
+        // With room, it is read once and kept.
+        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(total));
+        let room = Room {
+            recording: 1,
+            partition: 1,
+        };
+        assert!(cache.load_or_record("toy", expect, room, no_record).is_ok());
+        assert_eq!((cache.stats().file_reads, cache.stats().loaded), (1, 1));
+    }
 }
