@@ -145,6 +145,44 @@ fn request(
     }
 }
 
+/// Issue 24: a CPU retry loads the parameters into host memory (47 GB at 32 GiB) and they
+/// stayed there until shutdown, though only GPUs prove. They go back once no retry is queued.
+#[test]
+fn a_cpu_retrys_host_copy_goes_back_when_no_retry_is_left() {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let mut state = SimState::dummy(1, vec![Answer::Fault]);
+    state.params = HostParams::Passing;
+    let sim = Arc::new(state);
+    let engine = Arc::new(
+        Engine::start_with_backends(
+            Config {
+                params_dir: common::params_dir(),
+                self_check: false,
+                synthesis_workers: 2,
+                ..Config::default()
+            },
+            vec![Box::new(SimGpus(sim.clone()))],
+        )
+        .unwrap(),
+    );
+    let e = engine.clone();
+    common::within(600, "a CPU retry's host copy", move || {
+        let out = e
+            .prove(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
+        assert!(out.partitions[0].cpu_retry, "{:?}", out.partitions);
+        common::wait_until(60, "the host copy given back", || {
+            e.status().resident_params.is_empty()
+        });
+        // The next job proves on the GPU and loads nothing into host memory.
+        let out = e
+            .prove(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
+        assert!(!out.partitions[0].cpu_retry);
+        assert!(e.status().resident_params.is_empty());
+    });
+}
+
 #[test]
 fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
     let p2 = FixtureShape {

@@ -437,6 +437,11 @@ pub(super) fn retry_worker(inner: &Arc<Inner>) {
         if let Err(e) = res {
             finish(inner, &job, Err(e));
         }
+        // Where only GPUs prove, the host copies a retry loaded (47 GB at 32 GiB) go back once
+        // no retry is queued: a later retry loads them again.
+        if inner.retry_q.len() == 0 && inner.backends.iter().all(|b| b.is_gpu()) {
+            inner.srs.release_hosts();
+        }
     }
 }
 

@@ -501,6 +501,17 @@ impl SrsCache {
             .collect()
     }
 
+    /// Drops the host copies of every parameter set (their memory goes back to the budget once
+    /// no prover holds them); the sets stay checked and ready.
+    pub fn release_hosts(&self) {
+        let slots: Vec<_> = self.slots.lock().values().cloned().collect();
+        for s in slots {
+            if let Slot::Ready(srs) = &*s.lock() {
+                srs.release_host();
+            }
+        }
+    }
+
     /// Drops every parameter set (their host copies go back to the budget once no prover
     /// holds them).
     pub fn clear(&self) {

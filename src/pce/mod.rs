@@ -376,7 +376,9 @@ mod tests {
         };
         let no_record = |_| -> Result<Recording, String> { panic!("the file is there") };
         let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(total));
-        assert!(cache.load_or_record("toy", expect, room, no_record).is_err());
+        assert!(cache
+            .load_or_record("toy", expect, room, no_record)
+            .is_err());
         assert_eq!(cache.state("toy"), PceState::Absent, "tried again later");
         assert_eq!(cache.stats().file_reads, 0, "read with no room for it");
         // With room, it is read once and kept.
