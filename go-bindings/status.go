@@ -30,6 +30,9 @@ type Device struct {
 	FailedCalls         uint64 `json:"failed_calls"`
 	// Readmissions counts the times it was put back after a passed probe.
 	Readmissions uint64 `json:"readmissions"`
+	// NoRoom counts the partitions it could not take for lack of device memory (proved
+	// elsewhere; not a fault).
+	NoRoom uint64 `json:"no_room"`
 	// ProbeInMs is the milliseconds until the next probe, while out for faults.
 	ProbeInMs *uint64 `json:"probe_in_ms"`
 }

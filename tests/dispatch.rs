@@ -145,6 +145,47 @@ fn request(
     }
 }
 
+/// Issue 24: a GPU that cannot hold a partition (out of device memory) is not faulty: its
+/// partitions go elsewhere, it stays in service, and the status counts them (`no_room`) rather
+/// than its failures.
+#[test]
+fn a_gpu_without_room_for_a_partition_is_counted_and_not_faulted() {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let mut state = SimState::dummy(1, vec![Answer::NoRoom; 3]);
+    state.params = HostParams::Passing;
+    let engine = Arc::new(
+        Engine::start_with_backends(
+            Config {
+                params_dir: common::params_dir(),
+                self_check: false,
+                synthesis_workers: 2,
+                ..Config::default()
+            },
+            vec![Box::new(SimGpus(Arc::new(state)))],
+        )
+        .unwrap(),
+    );
+    let e = engine.clone();
+    common::within(900, "a GPU without room", move || {
+        for n in 1..=3 {
+            let out = e
+                .prove(request(&spec, &c1, FixtureShape::default()))
+                .unwrap();
+            assert!(out.partitions[0].cpu_retry);
+            let dv = e.status().devices[0].clone();
+            assert_eq!(
+                (dv.no_room, dv.consecutive_failures, dv.enabled),
+                (n, 0, true),
+                "{dv:?}"
+            );
+        }
+        assert!(e
+            .status()
+            .prometheus()
+            .contains("cuzk_device_no_room_total{device=\"0\",name=\"sim:0\"} 3"));
+    });
+}
+
 /// Issue 24: a CPU retry loads the parameters into host memory (47 GB at 32 GiB) and they
 /// stayed there until shutdown, though only GPUs prove. They go back once no retry is queued.
 #[test]

@@ -21,8 +21,9 @@ use storage_proofs_core::parameter_cache::VERSION;
 #[derive(Subcommand)]
 pub enum ParamsCmd {
     /// Check every parameter set in the parameter directory (or one, by id): each `.params`
-    /// file's sections lie inside it and end where it does, and its `.vk` holds the same key.
-    /// Exit code 0 only when all are sound.
+    /// file's sections lie inside it and end where it does, and its `.vk` holds the same key;
+    /// and each GPU of a cuda build can hold a partition of it (the plan its device memory
+    /// allows is printed: see CUZK_GPU_MEM_LIMIT). Exit code 0 only when all are sound.
     Check(CheckArgs),
     /// Print the byte offsets where a `.params` file's sections end (after checking it).
     Sections { file: PathBuf },
@@ -201,18 +202,37 @@ pub fn params(cmd: ParamsCmd, params_dir: PathBuf, explicit_dir: bool) -> Result
                     params_dir.display()
                 )));
             }
+            // The GPUs an engine would prove on: how each would prove each set (the plan its
+            // device memory allows), or that it cannot hold a partition of it.
+            let gpus: Vec<_> = cuzk::engine::select_backends(&cuzk::engine::Config {
+                params_dir: params_dir.clone(),
+                ..cuzk::engine::Config::default()
+            })
+            .map(|b| b.into_iter().filter(|b| b.is_gpu()).collect())
+            .unwrap_or_default();
             let cache = SrsCache::new(params_dir);
             let budget = Budget::new(u64::MAX / 2);
             let mut bad = 0;
             for id in &ids {
                 match cache.get(id, &budget) {
-                    Ok(srs) => println!(
-                        "ok     {id}: {} MiB, domain {}, {} inputs, {} aux",
-                        srs.file_len >> 20,
-                        srs.size.constraints,
-                        srs.size.inputs,
-                        srs.size.aux
-                    ),
+                    Ok(srs) => {
+                        println!(
+                            "ok     {id}: {} MiB, domain {}, {} inputs, {} aux",
+                            srs.file_len >> 20,
+                            srs.size.constraints,
+                            srs.size.inputs,
+                            srs.size.aux
+                        );
+                        for (dev, plan) in gpus.iter().flat_map(|b| b.plans(&srs)) {
+                            match plan {
+                                Ok(p) => println!("         {dev}: {p}"),
+                                Err(e) => {
+                                    bad += 1;
+                                    println!("FAILED   {dev}: {}", e.message);
+                                }
+                            }
+                        }
+                    }
                     Err(e) => {
                         bad += 1;
                         println!("FAILED {id}: {e}");

@@ -128,6 +128,8 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
             devs[guessed[i]].current = None;
             devs[slot].current = None;
             devs[slot].partitions_proved += result.is_ok() as u64;
+            devs[slot].no_room += matches!(&result, Err(e) if backend.is_gpu()
+                && e.status == Status::ResourceExhausted) as u64;
         }
         match result {
             Ok(proof) => back.proved(p, slot, times[i], proof),

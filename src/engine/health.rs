@@ -44,6 +44,9 @@ pub struct DeviceStatus {
     pub failed_calls: u64,
     /// Times it was put back in service after a passed probe.
     pub readmissions: u64,
+    /// Partitions it could not take for lack of device memory (RESOURCE_EXHAUSTED: a GPU that
+    /// cannot hold a partition of the circuit; not a fault), proved elsewhere.
+    pub no_room: u64,
     /// Milliseconds until the next probe, while out of service for faults.
     pub probe_in_ms: Option<u64>,
 }

@@ -230,6 +230,12 @@ impl EngineStatus {
             &dev(&|d| d.failed_calls as f64),
         );
         metric(
+            "cuzk_device_no_room_total",
+            "counter",
+            "Partitions the device could not take for lack of device memory (proved elsewhere).",
+            &dev(&|d| d.no_room as f64),
+        );
+        metric(
             "cuzk_device_readmissions_total",
             "counter",
             "Times the device was put back in service after a passed probe.",

@@ -27,6 +27,9 @@ pub enum Answer {
     Dummy,
     /// A device fault for every partition of the call.
     Fault,
+    /// No device memory for any partition of the call (RESOURCE_EXHAUSTED, as cuzk's GPU
+    /// prover answers on a GPU that cannot hold a partition): not a fault.
+    NoRoom,
 }
 
 /// What `prepare` does with the parameters, and so what the budget holds for them.
@@ -244,7 +247,12 @@ impl ProverBackend for SimGpus {
                     || sim.fail_next[d]
                         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
                         .is_ok();
-                let res = if fault {
+                let res = if answer == Answer::NoRoom {
+                    Err(cuzk::Error::new(
+                        cuzk::Status::ResourceExhausted,
+                        format!("sim:{d}: cannot hold a partition"),
+                    ))
+                } else if fault {
                     // Like a GPU: the assignment stays for the engine's retry.
                     Err(cuzk::Error::proving(format!("sim:{d}: injected fault")))
                 } else if answer == Answer::Cpu {
