@@ -145,15 +145,12 @@ fn request(
     }
 }
 
-/// Issue 24: a GPU that cannot hold a partition (out of device memory) is not faulty: its
-/// partitions go elsewhere, it stays in service, and the status counts them (`no_room`) rather
-/// than its failures.
-#[test]
-fn a_gpu_without_room_for_a_partition_is_counted_and_not_faulted() {
-    let (spec, _, c1) = common::fixture(FixtureShape::default());
-    let mut state = SimState::dummy(1, vec![Answer::NoRoom; 3]);
+/// An engine on one simulated GPU that answers `script` (then dummy proofs, the self-check
+/// off), reading the parameters for a moment only (as for resident parameters).
+fn one_sim_gpu(script: Vec<Answer>) -> Arc<Engine> {
+    let mut state = SimState::dummy(1, script);
     state.params = HostParams::Passing;
-    let engine = Arc::new(
+    Arc::new(
         Engine::start_with_backends(
             Config {
                 params_dir: common::params_dir(),
@@ -164,8 +161,16 @@ fn a_gpu_without_room_for_a_partition_is_counted_and_not_faulted() {
             vec![Box::new(SimGpus(Arc::new(state)))],
         )
         .unwrap(),
-    );
-    let e = engine.clone();
+    )
+}
+
+/// Issue 24: a GPU that cannot hold a partition (out of device memory) is not faulty: its
+/// partitions go elsewhere, it stays in service, and the status counts them (`no_room`) rather
+/// than its failures.
+#[test]
+fn a_gpu_without_room_for_a_partition_is_counted_and_not_faulted() {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let e = one_sim_gpu(vec![Answer::NoRoom; 3]);
     common::within(900, "a GPU without room", move || {
         for n in 1..=3 {
             let out = e
@@ -191,22 +196,7 @@ fn a_gpu_without_room_for_a_partition_is_counted_and_not_faulted() {
 #[test]
 fn a_cpu_retrys_host_copy_goes_back_when_no_retry_is_left() {
     let (spec, _, c1) = common::fixture(FixtureShape::default());
-    let mut state = SimState::dummy(1, vec![Answer::Fault]);
-    state.params = HostParams::Passing;
-    let sim = Arc::new(state);
-    let engine = Arc::new(
-        Engine::start_with_backends(
-            Config {
-                params_dir: common::params_dir(),
-                self_check: false,
-                synthesis_workers: 2,
-                ..Config::default()
-            },
-            vec![Box::new(SimGpus(sim.clone()))],
-        )
-        .unwrap(),
-    );
-    let e = engine.clone();
+    let e = one_sim_gpu(vec![Answer::Fault]);
     common::within(600, "a CPU retry's host copy", move || {
         let out = e
             .prove(request(&spec, &c1, FixtureShape::default()))

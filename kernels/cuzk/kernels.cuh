@@ -37,6 +37,22 @@ void cuzk_compact(fr_t* out, const fr_t* in, size_t n, const uint64_t* bits,
     }
 }
 
+// Whether v is one (compared limb by limb with one in Montgomery form, passed in: sppark's
+// is_one trips an internal error of nvcc 13.0 here) and whether it is not zero.
+__device__ __forceinline__ void cuzk_one_or_zero(const fr_t& v, const fr_t& one_mont, bool* one,
+                                                 bool* nonzero)
+{
+    const uint32_t* x = reinterpret_cast<const uint32_t*>(&v);
+    const uint32_t* o = reinterpret_cast<const uint32_t*>(&one_mont);
+    uint32_t d1 = 0, z = 0;
+    for (int k = 0; k < (int)(sizeof(fr_t) / 4); k++) {
+        d1 |= x[k] ^ o[k];
+        z |= x[k];
+    }
+    *one = d1 == 0;
+    *nonzero = z != 0;
+}
+
 // Splits n scalars into the indices of those equal to one and of the others that are not zero
 // (zeros drop out of an MSM), in one list of n entries: the ones from the front, the others
 // from the back (idx[n-1], idx[n-2], ...). Warp-aggregated appends: the lists come out in no
@@ -51,17 +67,9 @@ void cuzk_classify(const fr_t* s, uint32_t n, uint32_t* idx, uint32_t* counts, f
         uint32_t i = i0 + threadIdx.x;
         bool one = false, other = false;
         if (i < n) {
-            // Compared limb by limb with one in Montgomery form (passed in: sppark's is_one
-            // trips an internal error of nvcc 13.0 here).
-            const uint32_t* v = reinterpret_cast<const uint32_t*>(&s[i]);
-            const uint32_t* o = reinterpret_cast<const uint32_t*>(&one_mont);
-            uint32_t d1 = 0, z = 0;
-            for (int k = 0; k < 8; k++) {
-                d1 |= v[k] ^ o[k];
-                z |= v[k];
-            }
-            one = d1 == 0;
-            other = !one && z != 0;
+            bool nonzero;
+            cuzk_one_or_zero(s[i], one_mont, &one, &nonzero);
+            other = !one && nonzero;
         }
         uint32_t m1 = __ballot_sync(0xffffffff, one);
         uint32_t m2 = __ballot_sync(0xffffffff, other);
@@ -323,15 +331,7 @@ void cuzk_split_inputs(uint32_t n_inp, const fr_t* inp, const uint64_t* b_bits,
         fr_t v;
         if (i < n_inp) {
             v = inp[i];
-            const uint32_t* x = reinterpret_cast<const uint32_t*>(&v);
-            const uint32_t* o = reinterpret_cast<const uint32_t*>(&one_mont);
-            uint32_t d1 = 0, z = 0;
-            for (int k = 0; k < 8; k++) {
-                d1 |= x[k] ^ o[k];
-                z |= x[k];
-            }
-            one = d1 == 0;
-            nonzero = z != 0;
+            cuzk_one_or_zero(v, one_mont, &one, &nonzero);
             in_b = cuzk_bit(b_bits, b_pref, i, &rb);
         }
         cuzk_split_put(a, nonzero, one, i, v);
