@@ -23,7 +23,7 @@ type Device struct {
 	PartitionsProved uint64 `json:"partitions_proved"`
 	// Enabled is false while the device is out of service.
 	Enabled bool `json:"enabled"`
-	// OutOfService is why it is out ("operator", "faults"), while it is.
+	// OutOfService is why it is out ("operator", "faults", "hung"), while it is.
 	OutOfService string `json:"out_of_service"`
 	// ConsecutiveFailures counts prover calls failed in a row; FailedCalls all of them.
 	ConsecutiveFailures uint32 `json:"consecutive_failures"`
@@ -33,6 +33,9 @@ type Device struct {
 	// NoRoom counts the partitions it could not take for lack of device memory (proved
 	// elsewhere; not a fault).
 	NoRoom uint64 `json:"no_room"`
+	// HungCalls counts the calls the watchdog gave up on (far past their expected time);
+	// their partitions were synthesized again for the other devices.
+	HungCalls uint64 `json:"hung_calls"`
 	// ProbeInMs is the milliseconds until the next probe, while out for faults.
 	ProbeInMs *uint64 `json:"probe_in_ms"`
 }

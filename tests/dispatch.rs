@@ -148,20 +148,106 @@ fn request(
 /// An engine on one simulated GPU that answers `script` (then dummy proofs, the self-check
 /// off), reading the parameters for a moment only (as for resident parameters).
 fn one_sim_gpu(script: Vec<Answer>) -> Arc<Engine> {
-    let mut state = SimState::dummy(1, script);
+    one_sim_gpu_with(SimState::dummy(1, script), Config::default()).0
+}
+
+/// The same on `state` (its parameters read for a moment only), with `cfg`'s settings; the
+/// state's handle with it.
+fn one_sim_gpu_with(mut state: SimState, cfg: Config) -> (Arc<Engine>, Arc<SimState>) {
     state.params = HostParams::Passing;
-    Arc::new(
-        Engine::start_with_backends(
-            Config {
-                params_dir: common::params_dir(),
-                self_check: false,
-                synthesis_workers: 2,
-                ..Config::default()
-            },
-            vec![Box::new(SimGpus(Arc::new(state)))],
-        )
-        .unwrap(),
+    let sim = Arc::new(state);
+    let e = Engine::start_with_backends(
+        Config {
+            params_dir: common::params_dir(),
+            self_check: false,
+            synthesis_workers: 2,
+            ..cfg
+        },
+        vec![Box::new(SimGpus(sim.clone()))],
     )
+    .unwrap();
+    (Arc::new(e), sim)
+}
+
+/// Issue 24: a GPU call that never returns (a hung kernel, a wedged driver) stalled its
+/// prover worker, every job behind it, and shutdown. The watchdog gives it up past its
+/// deadline: the GPU goes out of service (hung) and the partition is synthesized again and
+/// proved on the CPU; once the call returns the GPU is probed and put back; a shutdown with a
+/// call hung returns.
+#[test]
+fn a_hung_gpu_call_is_given_up_its_partitions_go_elsewhere_and_shutdown_returns() {
+    use cuzk::engine::OutOfService;
+    use std::time::{Duration, Instant};
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    // Calls 1 and 3 pass; call 2 hangs until the test opens its gate; call 4 hangs.
+    let state = SimState::dummy(1, Vec::new()).gated(4);
+    let gates = state.gates.clone();
+    gates[0].open();
+    gates[2].open();
+    let (e, sim) = one_sim_gpu_with(
+        state,
+        Config {
+            gpu_call_timeout: Some(Duration::from_secs(2)),
+            device_cooldown: Duration::from_millis(200),
+            ..Config::default()
+        },
+    );
+    let req = move || request(&spec, &c1, FixtureShape::default());
+    common::within(600, "a hung GPU call", move || {
+        let out = e.prove(req()).unwrap();
+        assert!(!out.partitions[0].cpu_retry, "{:?}", out.partitions);
+
+        // Call 2 hangs: given up after ~2 s, the partition proved on the CPU.
+        let t = Instant::now();
+        let out = e.prove(req()).unwrap();
+        assert!(out.partitions[0].cpu_retry, "{:?}", out.partitions);
+        assert!(t.elapsed() >= Duration::from_secs(2), "{:?}", t.elapsed());
+        assert_eq!(sim.calls.lock().unwrap().len(), 2);
+        let dv = e.status().devices[0].clone();
+        assert_eq!(
+            (
+                dv.enabled,
+                dv.out_of_service,
+                dv.hung_calls,
+                dv.failed_calls
+            ),
+            (false, Some(OutOfService::Hung), 1, 0),
+            "{dv:?}"
+        );
+        // Out while its call runs: no probe is due.
+        assert_eq!(dv.probe_in_ms, None, "{dv:?}");
+        assert!(e
+            .status()
+            .prometheus()
+            .contains("cuzk_device_hung_calls_total{device=\"0\",name=\"sim:0\"} 1"));
+
+        // The call returns: the GPU is probed after the cool-down and proves again.
+        gates[1].open();
+        common::wait_until(60, "the hung call returned", || {
+            e.status().devices[0].out_of_service == Some(OutOfService::Faults)
+        });
+        common::wait_until(60, "the probe due", || {
+            e.status().devices[0].probe_in_ms == Some(0)
+        });
+        let out = e.prove(req()).unwrap();
+        assert!(!out.partitions[0].cpu_retry, "{:?}", out.partitions);
+        let dv = e.status().devices[0].clone();
+        assert_eq!((dv.enabled, dv.readmissions), (true, 1), "{dv:?}");
+
+        // Call 4 hangs and the engine shuts down meanwhile: shutdown returns by the deadline.
+        let job = e.submit(req()).unwrap();
+        common::wait_until(60, "call 4 started", || {
+            sim.calls.lock().unwrap().len() == 4
+        });
+        let t = Instant::now();
+        e.shutdown().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+        assert_eq!(
+            e.await_job(job, None).unwrap_err().status,
+            Status::NotRunning
+        );
+        gates[3].open();
+    });
 }
 
 /// Issue 24: a GPU that cannot hold a partition (out of device memory) is not faulty: its

@@ -14,6 +14,7 @@
 //! | `CUZK_PCE_DIR` | [`Config::pce_dir`] |
 //! | `CUZK_GPU_PARAMS` | [`Config::gpu_params`] (`auto`, `resident` or `streamed`) |
 //! | `CUZK_GPU_MEM_LIMIT` | [`Config::gpu_mem_limit`] (bytes, or with `KiB`, `MiB`, `GiB`) |
+//! | `CUZK_GPU_CALL_TIMEOUT_S` | [`Config::gpu_call_timeout`] (seconds, `0`: no watchdog) |
 //!
 //! A field left at its automatic value (0, empty, `None`) takes the variable, else the
 //! built-in default; a value set in the `Config` wins over the environment.
@@ -36,6 +37,8 @@ pub const DEFAULT_MAX_C1_BYTES: usize = 512 << 20;
 /// after each failed probe, up to [`MAX_DEVICE_COOLDOWN`].
 pub const DEFAULT_DEVICE_COOLDOWN: Duration = Duration::from_secs(60);
 pub const MAX_DEVICE_COOLDOWN: Duration = Duration::from_secs(30 * 60);
+/// The GPU-call watchdog's allowance beyond a call's expected time, unless configured.
+pub const DEFAULT_GPU_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How partitions are synthesized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +123,12 @@ pub struct Config {
     /// allocations fail past it. Some(0): the card's own memory. None: `CUZK_GPU_MEM_LIMIT`,
     /// else the card's own.
     pub gpu_mem_limit: Option<u64>,
+    /// The GPU-call watchdog: a call on a GPU still running this long past its expected
+    /// time (ten times the slowest call of the circuit seen on that backend, per partition)
+    /// takes its devices out of service and its partitions are synthesized again for the other
+    /// devices or the CPU; shutdown waits no longer than that for a call. Some(ZERO): no
+    /// watchdog. None: `CUZK_GPU_CALL_TIMEOUT_S`, else 300 s.
+    pub gpu_call_timeout: Option<Duration>,
     /// Prove production sector sizes (32 GiB, 64 GiB) with random parameter sets made by
     /// `cuzk params gen` (marked: `params::is_random_set`). Their proofs pass the self-check
     /// and are rejected by the chain, so this is for benchmarks only. None:
@@ -156,6 +165,7 @@ impl Default for Config {
             pce_dir: PathBuf::new(),
             gpu_params: None,
             gpu_mem_limit: None,
+            gpu_call_timeout: None,
             allow_random_params: None,
         }
     }
@@ -289,6 +299,18 @@ impl Config {
                 _ => 0,
             });
         }
+        if self.gpu_call_timeout.is_none() {
+            self.gpu_call_timeout = Some(match std::env::var("CUZK_GPU_CALL_TIMEOUT_S") {
+                Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u64>() {
+                    Ok(s) => Duration::from_secs(s),
+                    Err(_) => {
+                        log::warn!("ignoring CUZK_GPU_CALL_TIMEOUT_S={v:?}: not whole seconds");
+                        DEFAULT_GPU_CALL_TIMEOUT
+                    }
+                },
+                _ => DEFAULT_GPU_CALL_TIMEOUT,
+            });
+        }
         if self.allow_random_params.is_none() {
             self.allow_random_params = Some(matches!(
                 std::env::var("CUZK_ALLOW_RANDOM_PARAMS")
@@ -348,6 +370,7 @@ impl Config {
             && want.pce_dir == running.pce_dir
             && want.gpu_params == running.gpu_params
             && want.gpu_mem_limit == running.gpu_mem_limit
+            && want.gpu_call_timeout == running.gpu_call_timeout
             && want.allow_random_params == running.allow_random_params
     }
 
@@ -388,6 +411,7 @@ mod tests {
             pce_dir: PathBuf::from("/pce"),
             gpu_params: Some(GpuParams::Resident),
             gpu_mem_limit: Some(0),
+            gpu_call_timeout: Some(Duration::from_secs(9)),
             allow_random_params: Some(false),
         };
         let running = base.clone().resolved();
@@ -412,6 +436,7 @@ mod tests {
             pce_dir: _,
             gpu_params: _,
             gpu_mem_limit: _,
+            gpu_call_timeout: _,
             allow_random_params: _,
         } = base.clone();
         type Change = Box<dyn Fn(&mut Config)>;
@@ -478,11 +503,15 @@ mod tests {
                 Box::new(|c| c.gpu_mem_limit = Some(16 << 30)),
             ),
             (
+                "gpu_call_timeout",
+                Box::new(|c| c.gpu_call_timeout = Some(Duration::ZERO)),
+            ),
+            (
                 "allow_random_params",
                 Box::new(|c| c.allow_random_params = Some(true)),
             ),
         ];
-        assert_eq!(changes.len(), 20, "one change per field of Config");
+        assert_eq!(changes.len(), 21, "one change per field of Config");
         for (name, change) in &changes {
             let mut other = base.clone();
             change(&mut other);

@@ -20,10 +20,10 @@ use rand::rngs::OsRng;
 use super::{
     assembly::complete,
     finish::finish,
-    handoff::{release_retries_of, ProveItem, RetryItem, Work},
+    handoff::{release_retries_of, ProveItem, RetryItem, SynthItem, Work},
     health,
     jobs::{ms, Job, PartitionReport},
-    synth, Inner,
+    synth, watchdog, Inner,
 };
 use crate::{
     budget::Reservation,
@@ -95,7 +95,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
         parts.push(InFlight {
             job,
             k: partition,
-            reservation,
+            reservation: Some(reservation),
             synth_end,
         });
     }
@@ -105,12 +105,48 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
         .counters
         .proving
         .fetch_add(n as u64, Ordering::Relaxed);
-    let mut times = vec![StageTimes::default(); n];
-    let results = prove_or_refuse(backend, use_gpu, &mut works, &srs, &rs, &ss, &mut times);
+    // The call owns the partitions' work and memory while it runs (a call the watchdog gives
+    // up on keeps them until it returns).
+    let batch = Batch {
+        works,
+        reservations: parts
+            .iter_mut()
+            .filter_map(|p| p.reservation.take())
+            .collect(),
+        times: vec![StageTimes::default(); n],
+    };
+    let call = {
+        let (srs, rs, ss) = (srs.clone(), rs.clone(), ss.clone());
+        move |inner: &Inner| {
+            let mut b = batch;
+            let backend = inner.backends[d].as_ref();
+            let results =
+                prove_or_refuse(backend, use_gpu, &mut b.works, &srs, &rs, &ss, &mut b.times);
+            (b, results)
+        }
+    };
+    let done = if backend.is_gpu() && use_gpu {
+        let placed: Vec<usize> = guessed.iter().map(|s| s - base).collect();
+        watchdog::watched(inner, d, srs.generation, &placed, call)
+    } else {
+        Some(call(inner))
+    };
     inner
         .counters
         .proving
         .fetch_sub(n as u64, Ordering::Relaxed);
+    let Some((batch, results)) = done else {
+        synthesize_again(inner, &guessed, parts);
+        return;
+    };
+    let Batch {
+        mut works,
+        reservations,
+        times,
+    } = batch;
+    for (p, r) in parts.iter_mut().zip(reservations) {
+        p.reservation = Some(r);
+    }
     if backend.is_gpu() && use_gpu {
         record_health(inner, d, &results);
     }
@@ -145,12 +181,52 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
 }
 
 /// A partition of a batch while the backend proves it: what its outcome needs besides the
-/// result.
+/// result. Its reserved memory goes with the call while it runs.
 struct InFlight {
     job: Arc<Job>,
     k: usize,
-    reservation: Reservation,
+    reservation: Option<Reservation>,
     synth_end: Instant,
+}
+
+/// What a prover call owns while it runs.
+struct Batch {
+    works: Vec<Option<Work>>,
+    reservations: Vec<Reservation>,
+    times: Vec<StageTimes>,
+}
+
+/// The watchdog gave up on the call proving `parts` (placed on `slots`): each partition is
+/// synthesized again, for the devices left in service or the CPU (the call keeps the memory
+/// of the first synthesis until it returns).
+fn synthesize_again(inner: &Inner, slots: &[usize], parts: Vec<InFlight>) {
+    for (p, &slot) in parts.into_iter().zip(slots) {
+        inner.devices.lock()[slot].current = None;
+        emit(
+            inner,
+            EventKind::GpuEnd,
+            &p.job,
+            p.k,
+            slot,
+            0.0,
+            "hung;synthesize-again",
+        );
+        if p.job.stopped() {
+            continue;
+        }
+        let key = p.job.key(p.k);
+        let again = SynthItem {
+            job: p.job.clone(),
+            partition: p.k,
+        };
+        if inner.synth_q.push(key, again).is_err() {
+            finish(
+                inner,
+                &p.job,
+                Err(Error::new(Status::NotRunning, "the engine was shut down")),
+            );
+        }
+    }
 }
 
 /// Marks the batch's partitions as picked up and started (timeline events, each device's
@@ -285,6 +361,7 @@ impl Returned<'_> {
                 "failed;retry=cpu",
             );
         }
+        let reservation = reservation.expect("a returned call gives its partitions' memory back");
         let held = reservation.bytes();
         let key = job.key(k);
         let item = RetryItem {

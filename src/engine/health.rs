@@ -6,7 +6,9 @@
 //! none is left). A device taken out for faults is probed again after a cool-down
 //! (`Config::device_cooldown`, doubling after each failed probe up to 30 minutes) and put back
 //! when the probe passes. A device the operator took out stays out until the operator puts it
-//! back.
+//! back. A device whose call the watchdog gave up on (`watchdog`) is out while that call runs:
+//! nothing can be asked of it meanwhile; once the call returns it is out as for faults (probed
+//! after the cool-down).
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +26,9 @@ pub enum OutOfService {
     Operator,
     /// Repeated faults: probed again after a cool-down.
     Faults,
+    /// A call ran far past its expected time (the watchdog): out until that call returns,
+    /// then as for faults.
+    Hung,
 }
 
 /// What one prover device is doing.
@@ -47,6 +52,9 @@ pub struct DeviceStatus {
     /// Partitions it could not take for lack of device memory (RESOURCE_EXHAUSTED: a GPU that
     /// cannot hold a partition of the circuit; not a fault), proved elsewhere.
     pub no_room: u64,
+    /// Calls the watchdog gave up on (far past their expected time); their partitions went to
+    /// the other devices or the CPU.
+    pub hung_calls: u64,
     /// Milliseconds until the next probe, while out of service for faults.
     pub probe_in_ms: Option<u64>,
 }
@@ -76,7 +84,8 @@ pub(super) fn set_device(inner: &Inner, d: usize, sub: usize, on: bool, why: Out
     } else {
         dv.out_of_service = Some(why);
         probes[slot] = match why {
-            OutOfService::Operator => Probe::default(),
+            // A hung device is probed once its call returns (`returned_late`).
+            OutOfService::Operator | OutOfService::Hung => Probe::default(),
             OutOfService::Faults => Probe {
                 at: Some(Instant::now() + inner.cfg.device_cooldown),
                 cooldown: inner.cfg.device_cooldown,
@@ -116,6 +125,49 @@ pub(super) fn record_call(inner: &Inner, d: usize, sub: usize, fault: bool) {
             "{}: {} prover calls failed in a row: taken out of service, probed again in {:?}",
             inner.devices.lock()[slot].name,
             failures.0,
+            inner.cfg.device_cooldown
+        );
+    }
+}
+
+/// The watchdog gave up on a call of backend `d`: devices `subs` are taken out of service
+/// (unless the operator took them out) and counted.
+pub(super) fn take_out_hung(inner: &Inner, d: usize, subs: &[usize]) {
+    for &sub in subs {
+        let slot = inner.slot_base[d] + sub;
+        let operator = {
+            let mut devs = inner.devices.lock();
+            devs[slot].hung_calls += 1;
+            devs[slot].out_of_service == Some(OutOfService::Operator)
+        };
+        if !operator && set_device(inner, d, sub, false, OutOfService::Hung) {
+            log::error!(
+                "{}: a prover call ran far past its expected time: taken out of service until \
+                 it returns; its partitions go to the other devices",
+                inner.devices.lock()[slot].name
+            );
+        }
+    }
+}
+
+/// A call the watchdog gave up on returned: its devices still out as hung are now out as for
+/// faults (probed after the cool-down, put back if the probe passes).
+pub(super) fn returned_late(inner: &Inner, d: usize, subs: &[usize]) {
+    for &sub in subs {
+        let slot = inner.slot_base[d] + sub;
+        let mut devs = inner.devices.lock();
+        if devs[slot].out_of_service != Some(OutOfService::Hung) {
+            continue;
+        }
+        devs[slot].out_of_service = Some(OutOfService::Faults);
+        // Lock order: devices, then probes.
+        inner.probes.lock()[slot] = Probe {
+            at: Some(Instant::now() + inner.cfg.device_cooldown),
+            cooldown: inner.cfg.device_cooldown,
+        };
+        log::warn!(
+            "{}: the call given up on returned: probed in {:?}",
+            devs[slot].name,
             inner.cfg.device_cooldown
         );
     }

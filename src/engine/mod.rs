@@ -15,7 +15,8 @@
 //! `assembly` (a job whose partitions are all proved: its proof put together and
 //! self-checked), `health` (devices in and out of service), `status` (snapshots, Prometheus),
 //! `global` (the process singleton), `backends` (which provers), `queue` (the priority queues),
-//! `admission` (could one more job start now, for a scheduler). The stages import their work
+//! `admission` (could one more job start now, for a scheduler), `watchdog` (a GPU call past its
+//! deadline given up: its devices out, its partitions synthesized again). The stages import their work
 //! items from `handoff` and end jobs through `finish`, never each other's files.
 //!
 //! Threads: every worker loop catches panics and fails only the job it was working on. User
@@ -34,6 +35,7 @@ mod jobs;
 pub mod queue;
 mod status;
 mod synth;
+mod watchdog;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -108,6 +110,10 @@ struct Inner {
     devices: Mutex<Vec<DeviceStatus>>,
     /// Next probe of each device out of service for faults.
     probes: Mutex<Vec<Probe>>,
+    /// Per backend: its calls the watchdog gave up on that have not returned.
+    abandoned: Vec<std::sync::atomic::AtomicUsize>,
+    /// Recent GPU call times, for the watchdog's deadlines.
+    call_times: watchdog::CallTimes,
 }
 
 impl Inner {
@@ -224,6 +230,8 @@ impl Engine {
             running: AtomicBool::new(true),
             timeline,
             counters: Counters::default(),
+            abandoned: backends.iter().map(|_| Default::default()).collect(),
+            call_times: Default::default(),
             backends,
             slot_base,
             fallback,
@@ -487,8 +495,10 @@ impl Engine {
 
     /// Stops the engine: every unfinished job ends with NOT_RUNNING (waiters return), queued
     /// partitions are dropped, synthesis in progress is abandoned, partitions on a GPU finish
-    /// their call; then the threads are joined, the timeline delivers what it holds, and the
-    /// parameters are released (reserved memory back to 0). A second call, concurrent or later,
+    /// their call (waited for no longer than the watchdog's deadline,
+    /// `Config::gpu_call_timeout`); then the threads are joined, the timeline delivers what it
+    /// holds, and the parameters are released (reserved memory back to 0; a backend with a
+    /// call given up on and still running keeps what it holds until that call returns). A second call, concurrent or later,
     /// waits for the first to finish. From a timeline callback: IN_CALLBACK.
     pub fn shutdown(&self) -> Result<()> {
         if in_callback() {
@@ -510,8 +520,16 @@ impl Engine {
             finish(&self.inner, &job, Err(not_running()));
         }
         self.inner.timeline.close();
-        for b in &self.inner.backends {
-            b.release();
+        for (d, b) in self.inner.backends.iter().enumerate() {
+            if self.inner.abandoned[d].load(Ordering::Acquire) > 0 {
+                log::warn!(
+                    "{}: a call given up on is still running: its parameters and buffers stay \
+                     until it returns",
+                    b.name()
+                );
+            } else {
+                b.release();
+            }
         }
         self.inner.fallback.release();
         self.inner.srs.clear();

@@ -236,6 +236,13 @@ impl EngineStatus {
             &dev(&|d| d.no_room as f64),
         );
         metric(
+            "cuzk_device_hung_calls_total",
+            "counter",
+            "Calls the watchdog gave up on (far past their expected time); their partitions \
+             were synthesized again for the other devices.",
+            &dev(&|d| d.hung_calls as f64),
+        );
+        metric(
             "cuzk_device_readmissions_total",
             "counter",
             "Times the device was put back in service after a passed probe.",

@@ -144,6 +144,13 @@ pub trait ProverBackend: Send + Sync {
     /// Drops the parameters this backend loaded (engine shutdown).
     fn release(&self) {}
 
+    /// The devices (indices into `devices()`) inside a call now, where the backend knows: the
+    /// engine's watchdog then takes out only those of a call it gives up on. None: it takes
+    /// out every device the call's partitions were placed on.
+    fn busy_devices(&self) -> Option<Vec<usize>> {
+        None
+    }
+
     /// How each device proves `srs`'s circuit (GPU backends: the plan chosen for its memory),
     /// or why it cannot; empty where there is nothing to choose.
     fn plans(&self, _srs: &Srs) -> Vec<(String, Result<String>)> {

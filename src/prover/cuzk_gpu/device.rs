@@ -35,6 +35,8 @@ pub(super) struct Gpu {
     pub(super) enabled: AtomicBool,
     /// One partition at a time on a GPU (its streams are shared).
     pub(super) busy: Mutex<()>,
+    /// Whether a call's share is on this GPU now (uploads and kernels), for the watchdog.
+    pub(super) in_call: AtomicBool,
     /// The circuits' parameters on this GPU (or why they are not), by file.
     pub(super) srs: Mutex<HashMap<PathBuf, Held>>,
     /// Idle partition buffers on this GPU, by the parameter instance they were made for.

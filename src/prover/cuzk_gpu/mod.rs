@@ -103,6 +103,7 @@ impl CuzkGpuProver {
                 name: format!("cuda:{}", d.ordinal),
                 enabled: AtomicBool::new(true),
                 busy: Mutex::new(()),
+                in_call: AtomicBool::new(false),
                 srs: Mutex::new(HashMap::new()),
                 stages: Mutex::new(Vec::new()),
                 recordings: Mutex::new(HashMap::new()),
@@ -226,6 +227,14 @@ impl ProverBackend for CuzkGpuProver {
                 (gpu.name.clone(), said)
             })
             .collect()
+    }
+
+    fn busy_devices(&self) -> Option<Vec<usize>> {
+        Some(
+            (0..self.gpus.len())
+                .filter(|&g| self.gpus[g].in_call.load(Ordering::SeqCst))
+                .collect(),
+        )
     }
 
     fn release(&self) {

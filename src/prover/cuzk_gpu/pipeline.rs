@@ -90,6 +90,17 @@ impl CuzkGpuProver {
     where
         U: Fn(usize) -> Result<(Arc<Loaded>, Stage)> + Sync,
     {
+        /// Marks the GPU as inside a call until dropped (also on a panic).
+        struct InCall<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for InCall<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        self.gpus[g]
+            .in_call
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let _in_call = InCall(&self.gpus[g].in_call);
         let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<(Arc<Loaded>, Stage)>)>(0);
         let upload = &upload;
         std::thread::scope(|sc| {
