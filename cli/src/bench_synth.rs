@@ -71,11 +71,23 @@ pub fn synth(args: SynthArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
         r.compact_witness_bytes as f64 / (1 << 20) as f64,
         r.compact_witness_bytes as f64 / r.aux as f64
     );
-    println!("path              partitions  cpu_s/partition  wall_s(min)  wall_s(mean)  vs_full");
+    println!(
+        "path              partitions  cpu_s/partition  wall_s(min)  wall_s(mean)  vs_full  \
+         peak B/constraint"
+    );
     for p in &r.rows {
+        let peak = p.peak_bytes_per_partition.map_or("-".to_string(), |b| {
+            format!("{:.2}", b as f64 / r.constraints as f64)
+        });
         println!(
-            "{:<16}  {:>10}  {:>15.3}  {:>11.3}  {:>12.3}  {:>7.2}",
-            p.path, p.partitions, p.cpu_s_per_partition, p.wall_s_min, p.wall_s_mean, p.vs_full
+            "{:<16}  {:>10}  {:>15.3}  {:>11.3}  {:>12.3}  {:>7.2}  {:>17}",
+            p.path,
+            p.partitions,
+            p.cpu_s_per_partition,
+            p.wall_s_min,
+            p.wall_s_mean,
+            p.vs_full,
+            peak
         );
         println!(
             "RESULT bench=synth path={} constraints={} concurrency={} cpu_s_per_partition={:.4} vs_full={:.3} wall_s_mean={:.3}",

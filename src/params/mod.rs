@@ -72,10 +72,11 @@ impl CircuitSize {
         let aux = self.aux as u64;
         let vars = (self.inputs + self.aux) as u64;
         let raw = match path {
-            // The values, two class bits per aux value, and the list of the values that are
-            // neither 0 nor 1 (index and value, 36 bytes) a prover builds from them: 0.4-1.6%
-            // of the aux values in the PoRep circuits, budgeted as 2%.
-            HostPath::Witness => vars * fr + aux / 4 + aux * 36 / 50,
+            // The compact witness (`pce::Witness`): the inputs, two class bits per aux value
+            // and the list of the values that are neither 0 nor 1 (index and value, 36 bytes):
+            // 0.4-1.6% of the aux values in the PoRep circuits, its room grown by doubling
+            // from 1.6%, budgeted as 4%. The dense values are never made on this path.
+            HostPath::Witness => self.inputs as u64 * fr + aux / 4 + aux * 36 / 25,
             // a, b, c (their rows only: the room reserved for the domain's padding is never
             // written) and the witness, with three density bits per variable.
             HostPath::Assignment { rows } => 3 * rows as u64 * fr + vars * fr + vars,

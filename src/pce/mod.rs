@@ -26,7 +26,7 @@ use ff::Field;
 pub use cache::{Held, PceCache, PceState, PceStats, Room};
 pub use product::assignment;
 pub use record::RecordingCS;
-pub use witness::{CompactWitness, Witness, WitnessTarget};
+pub use witness::{Witness, WitnessTarget};
 
 /// Marks an input column (the rest of the bits are the input's index).
 pub const INPUT_BIT: u32 = 1 << 31;
@@ -308,7 +308,7 @@ mod tests {
         assert!(assignment(&bad, w, None).is_err());
         // A witness of another length.
         let mut w = WitnessTarget::synthesize(Toy(Some((3, 5))), None, None).unwrap();
-        w.aux.push(Fr::ONE);
+        w.push(Fr::ONE);
         let e = assignment(&rec, w, None).unwrap_err();
         assert!(e.contains("aux"), "{e}");
     }

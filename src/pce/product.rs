@@ -23,7 +23,10 @@ struct Eval<'a> {
     dict: &'a [Fr],
     /// `i * ONE` for `i` in `-SMALL..=SMALL`, at `i + SMALL`.
     small: &'a [Fr],
-    w: &'a Witness,
+    inputs: &'a [Fr],
+    classes: &'a [u64],
+    /// The aux values, dense (read for class other only).
+    aux: &'a [Fr],
 }
 
 impl Eval<'_> {
@@ -42,10 +45,10 @@ impl Eval<'_> {
         let mut ones: i64 = 0;
         for (&col, &code) in m.cols[lo..hi].iter().zip(&m.coeffs[lo..hi]) {
             let v = if col & INPUT_BIT != 0 {
-                &self.w.inputs[(col & !INPUT_BIT) as usize]
+                &self.inputs[(col & !INPUT_BIT) as usize]
             } else {
                 let j = col as usize;
-                match (self.w.classes[j >> 5] >> ((j & 31) << 1)) & 3 {
+                match (self.classes[j >> 5] >> ((j & 31) << 1)) & 3 {
                     ONE => {
                         match code {
                             0 => ones += 1,
@@ -54,7 +57,7 @@ impl Eval<'_> {
                         }
                         continue;
                     }
-                    OTHER => &self.w.aux[j],
+                    OTHER => &self.aux[j],
                     _ => continue,
                 }
             };
@@ -101,18 +104,20 @@ pub fn assignment(
     w: Witness,
     size: Option<CircuitSize>,
 ) -> Result<ProvingAssignment, String> {
-    if w.inputs.len() != rec.inputs || w.aux.len() != rec.aux {
+    if w.inputs.len() != rec.inputs || w.n_aux() != rec.aux {
         return Err(format!(
             "the witness has {} inputs and {} aux values, the recording {} and {}",
             w.inputs.len(),
-            w.aux.len(),
+            w.n_aux(),
             rec.inputs,
             rec.aux
         ));
     }
-    if w.classes.len() != w.aux.len().div_ceil(32) {
+    if w.classes().len() != w.n_aux().div_ceil(32) {
         return Err("the witness's class table does not match its aux values".into());
     }
+    // The host prover needs the dense vector: made here, the compact lists let go at the end.
+    let aux = w.aux();
     let n = rec.constraints();
     let small: Vec<Fr> = (-SMALL..=SMALL)
         .map(|i| {
@@ -127,7 +132,9 @@ pub fn assignment(
     let ev = Eval {
         dict: &rec.dict,
         small: &small,
-        w: &w,
+        inputs: &w.inputs,
+        classes: w.classes(),
+        aux: &aux,
     };
     // Written in place by the parallel iterators (no zeroing pass), on huge pages.
     let column = |m: &Matrix| {
@@ -167,6 +174,6 @@ pub fn assignment(
         b,
         c,
         w.inputs,
-        w.aux,
+        aux,
     ))
 }

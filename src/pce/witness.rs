@@ -13,78 +13,150 @@ pub(crate) const ZERO: u64 = 0;
 pub(crate) const ONE: u64 = 1;
 pub(crate) const OTHER: u64 = 2;
 
-/// A partition's witness: the values, and for every aux value whether it is 0, 1 or other
-/// (two bits per variable, 32 per word), which lets the sparse product skip the 32-byte value
-/// for the 98-99.6% of terms whose variable is 0 or 1.
-#[derive(Clone, Debug, Default)]
+/// A partition's witness as synthesis makes it, compact from the start: the inputs, two class
+/// bits per aux value (0 zero, 1 one, 2 other; 32 per word, least significant first) and the
+/// index and value of each aux value of class other, in order. In the PoRep circuits 0.4-1.6%
+/// of the aux values are neither 0 nor 1, so this is ~1 byte per aux value where the values
+/// would take 32: the dense vector is made only where a host prover needs it ([`Witness::aux`]).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Witness {
     /// Public inputs, `ONE` first.
     pub inputs: Vec<Fr>,
-    pub aux: Vec<Fr>,
-    pub classes: Vec<u64>,
+    n_aux: usize,
+    classes: Vec<u64>,
+    other_index: Vec<u32>,
+    other_value: Vec<Fr>,
 }
 
 impl Witness {
+    /// Room for `n_aux` aux values, the others' lists sized for 1.6% of them (they grow past
+    /// that where needed).
+    fn with_room(n_aux: usize) -> Self {
+        Witness {
+            inputs: Vec::new(),
+            n_aux: 0,
+            classes: Vec::with_capacity(n_aux.div_ceil(32)),
+            other_index: Vec::with_capacity(n_aux / 64),
+            other_value: Vec::with_capacity(n_aux / 64),
+        }
+    }
+
+    /// Appends aux value `v` (its index is the number before it).
+    pub fn push(&mut self, v: Fr) {
+        let j = self.n_aux;
+        if j % 32 == 0 {
+            self.classes.push(0);
+        }
+        let class = classify(&v);
+        *self.classes.last_mut().expect("pushed above") |= class << (2 * (j % 32));
+        if class == OTHER {
+            self.other_index.push(j as u32);
+            self.other_value.push(v);
+        }
+        self.n_aux += 1;
+    }
+
+    /// The number of aux values.
+    pub fn n_aux(&self) -> usize {
+        self.n_aux
+    }
+
+    /// The class bits (32 aux values per word).
+    pub fn classes(&self) -> &[u64] {
+        &self.classes
+    }
+
     #[inline]
     pub fn class(&self, j: usize) -> u64 {
         (self.classes[j / 32] >> (2 * (j % 32))) & 3
     }
 
-    /// Whether the class table describes `aux` (a witness put together by hand may not).
+    /// The aux values of class other: their indices (increasing) and values.
+    pub fn others(&self) -> (&[u32], &[Fr]) {
+        (&self.other_index, &self.other_value)
+    }
+
+    /// Aux value `j`.
+    pub fn value(&self, j: usize) -> Fr {
+        match self.class(j) {
+            ZERO => Fr::ZERO,
+            ONE => Fr::ONE,
+            _ => match self.other_index.binary_search(&(j as u32)) {
+                Ok(k) => self.other_value[k],
+                Err(_) => Fr::ZERO,
+            },
+        }
+    }
+
+    /// The aux values as a dense vector (32 bytes each), for a host prover.
+    pub fn aux(&self) -> Vec<Fr> {
+        let mut v = Vec::with_capacity(self.n_aux);
+        crate::sys::os::advise_huge_pages(&mut v);
+        v.extend((0..self.n_aux).map(|j| {
+            if self.class(j) == ONE {
+                Fr::ONE
+            } else {
+                Fr::ZERO
+            }
+        }));
+        for (&j, x) in self.other_index.iter().zip(&self.other_value) {
+            v[j as usize] = *x;
+        }
+        v
+    }
+
+    /// The aux values that are zero, one and other.
+    pub fn counts(&self) -> [usize; 3] {
+        let ones = (0..self.n_aux).filter(|&j| self.class(j) == ONE).count();
+        let others = self.other_index.len();
+        [self.n_aux - ones - others, ones, others]
+    }
+
+    /// Bytes it holds (what the memory budget reserves for it: `params::HostPath::Witness`).
+    pub fn bytes(&self) -> u64 {
+        (self.inputs.capacity() * 32
+            + self.classes.capacity() * 8
+            + self.other_index.capacity() * 4
+            + self.other_value.capacity() * 32) as u64
+    }
+
+    /// Whether its parts agree: one class pair per aux value (none past the last), and the
+    /// others' list holds exactly the values of class other, in order, none of them 0 or 1.
     pub fn classes_match(&self) -> bool {
-        self.classes.len() == self.aux.len().div_ceil(32)
+        let others = self
+            .classes
+            .iter()
+            .map(|&w| (w & 0xAAAA_AAAA_AAAA_AAAA & !(w << 1)).count_ones() as usize)
+            .sum::<usize>();
+        let tail = self.n_aux % 32;
+        self.classes.len() == self.n_aux.div_ceil(32)
+            && (tail == 0 || self.classes.last().is_some_and(|w| w >> (2 * tail) == 0))
             && self
-                .aux
+                .classes
                 .iter()
-                .enumerate()
-                .all(|(j, v)| self.class(j) == classify(v))
+                .all(|&w| w & (w >> 1) & 0x5555_5555_5555_5555 == 0)
+            && others == self.other_index.len()
+            && self.other_index.len() == self.other_value.len()
+            && self.other_index.windows(2).all(|p| p[0] < p[1])
+            && self
+                .other_index
+                .iter()
+                .zip(&self.other_value)
+                .all(|(&j, v)| {
+                    (j as usize) < self.n_aux
+                        && self.class(j as usize) == OTHER
+                        && classify(v) == OTHER
+                })
     }
 
     /// The witness as a prover that computes a, b, c itself reads it (the compact form).
     pub fn classed(&self) -> crate::prover::ClassedWitness<'_> {
-        let (other_index, other_value) = self.others();
         crate::prover::ClassedWitness {
             inputs: &self.inputs,
-            n_aux: self.aux.len(),
+            n_aux: self.n_aux,
             classes: &self.classes,
-            other_index,
-            other_value,
-        }
-    }
-
-    /// The indices and values of the aux values that are neither zero nor one, read from the
-    /// class bits (`OTHER` sets the high bit of its pair only).
-    fn others(&self) -> (Vec<u32>, Vec<Fr>) {
-        let (mut idx, mut val) = (Vec::new(), Vec::new());
-        for (k, &word) in self.classes.iter().enumerate() {
-            let mut bits = word & 0xAAAA_AAAA_AAAA_AAAA & !(word << 1);
-            while bits != 0 {
-                let j = k * 32 + bits.trailing_zeros() as usize / 2;
-                if j < self.aux.len() {
-                    idx.push(j as u32);
-                    val.push(self.aux[j]);
-                }
-                bits &= bits - 1;
-            }
-        }
-        (idx, val)
-    }
-
-    /// The compact form a GPU can take as it is.
-    pub fn compact(&self) -> CompactWitness {
-        let mut ones = vec![0u64; self.aux.len().div_ceil(64)];
-        let mut others = Vec::new();
-        for (j, v) in self.aux.iter().enumerate() {
-            match self.class(j) {
-                ONE => ones[j / 64] |= 1 << (j % 64),
-                OTHER => others.push((j as u32, *v)),
-                _ => {}
-            }
-        }
-        CompactWitness {
-            len: self.aux.len(),
-            ones,
-            others,
+            other_index: &self.other_index,
+            other_value: &self.other_value,
         }
     }
 }
@@ -96,34 +168,6 @@ fn classify(v: &Fr) -> u64 {
         ONE
     } else {
         OTHER
-    }
-}
-
-/// The aux values as ~1 byte per variable: a bit per variable for the ones, (index, value)
-/// pairs for the values neither 0 nor 1, zero everywhere else.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CompactWitness {
-    pub len: usize,
-    pub ones: Vec<u64>,
-    pub others: Vec<(u32, Fr)>,
-}
-
-impl CompactWitness {
-    pub fn bytes(&self) -> u64 {
-        (self.ones.len() * 8 + self.others.len() * 36) as u64
-    }
-
-    pub fn to_dense(&self) -> Vec<Fr> {
-        let mut v = vec![Fr::ZERO; self.len];
-        for (j, x) in v.iter_mut().enumerate() {
-            if self.ones[j / 64] >> (j % 64) & 1 == 1 {
-                *x = Fr::ONE;
-            }
-        }
-        for (j, x) in &self.others {
-            v[*j as usize] = *x;
-        }
-        v
     }
 }
 
@@ -142,14 +186,9 @@ impl WitnessTarget {
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<Witness, SynthesisError> {
         let mut t = WitnessTarget {
-            w: Witness::default(),
+            w: Witness::with_room(aux_hint.unwrap_or(0)),
             abort,
         };
-        if let Some(n) = aux_hint {
-            t.w.aux.reserve_exact(n);
-            crate::sys::os::advise_huge_pages(&mut t.w.aux);
-            t.w.classes.reserve_exact(n.div_ceil(32));
-        }
         t.alloc_input(|| "", || Ok(Fr::ONE))?;
         circuit.synthesize(&mut t)?;
         Ok(t.w)
@@ -172,14 +211,9 @@ impl ConstraintSystem<Fr> for WitnessTarget {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        let j = self.w.aux.len();
+        let j = self.w.n_aux;
         check_abort(j, &self.abort)?;
-        let v = f()?;
-        if j % 32 == 0 {
-            self.w.classes.push(0);
-        }
-        *self.w.classes.last_mut().unwrap() |= classify(&v) << (2 * (j % 32));
-        self.w.aux.push(v);
+        self.w.push(f()?);
         Ok(Variable::new_unchecked(Index::Aux(j)))
     }
 
@@ -223,33 +257,48 @@ impl ConstraintSystem<Fr> for WitnessTarget {
 mod tests {
     use super::*;
 
+    /// The compact witness holds what the values say: the classes, the others in order, the
+    /// dense vector back, single values; a tampered one does not match.
     #[test]
-    fn compact_round_trip() {
+    fn a_witness_is_born_compact_and_gives_its_values_back() {
         let vals = [0u64, 1, 2, 0, 1, 1, 5, 0];
         let mut w = Witness::default();
-        let mut t = WitnessTarget {
-            w: Witness::default(),
-            abort: None,
-        };
+        let mut dense = Vec::new();
         for _ in 0..9 {
             for v in vals {
-                t.alloc(|| "", || Ok(Fr::from(v))).unwrap();
+                w.push(Fr::from(v));
+                dense.push(Fr::from(v));
             }
         }
-        std::mem::swap(&mut w, &mut t.w);
         assert!(w.classes_match());
-        let c = w.compact();
-        assert_eq!(c.others.len(), 18);
-        assert_eq!(c.to_dense(), w.aux);
-        assert_eq!(c.bytes(), 2 * 8 + 18 * 36);
-        // The compact form a GPU is sent: the same others, read from the class bits.
-        let v = w.classed();
-        assert_eq!((v.n_aux, v.other_index.len()), (w.aux.len(), 18));
-        assert!(v
-            .other_index
-            .iter()
-            .zip(&v.other_value)
-            .zip(&c.others)
-            .all(|((i, x), (j, y))| i == j && x == y));
+        assert_eq!(w.n_aux(), 72);
+        assert_eq!(w.counts(), [27, 27, 18]);
+        assert_eq!(w.aux(), dense);
+        assert!((0..72).all(|j| w.value(j) == dense[j]));
+        let (idx, val) = w.others();
+        assert_eq!(idx.len(), 18);
+        assert!(idx.iter().zip(val).all(|(&j, v)| dense[j as usize] == *v));
+        // The compact form a GPU is sent is the same lists, not a copy.
+        let c = w.classed();
+        assert_eq!((c.n_aux, c.other_index.as_ptr()), (72, idx.as_ptr()));
+        // A quarter of the values are others here (36 bytes each, in lists grown by doubling),
+        // and still less than the dense vector's 32 bytes per value.
+        assert!(w.bytes() < 72 * 32, "{}", w.bytes());
+
+        let mut bad = w.clone();
+        bad.other_value[0] = Fr::ONE;
+        assert!(!bad.classes_match());
+        let mut bad = w.clone();
+        bad.other_index.swap(0, 1);
+        assert!(!bad.classes_match());
+        let mut bad = w.clone();
+        bad.classes[0] |= 3;
+        assert!(!bad.classes_match());
+        let mut bad = w.clone();
+        bad.n_aux += 32;
+        assert!(!bad.classes_match());
+        let mut bad = w.clone();
+        bad.n_aux -= 2;
+        assert!(!bad.classes_match(), "a value of class one past the end");
     }
 }

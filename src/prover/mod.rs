@@ -79,8 +79,8 @@ pub struct ClassedWitness<'a> {
     pub inputs: &'a [Fr],
     pub n_aux: usize,
     pub classes: &'a [u64],
-    pub other_index: Vec<u32>,
-    pub other_value: Vec<Fr>,
+    pub other_index: &'a [u32],
+    pub other_value: &'a [Fr],
 }
 
 /// Something that turns one synthesized partition into a Groth16 proof.

@@ -43,6 +43,30 @@ pub struct PathRow {
     pub wall_s_mean: f64,
     /// CPU per partition relative to full synthesis in this run.
     pub vs_full: f64,
+    /// The process's resident set high-water mark during the path's rounds over its resident
+    /// set before them, per partition at once (what a partition holds at its peak, what it
+    /// builds and its synthesis's own allocations); None where the system does not say.
+    pub peak_bytes_per_partition: Option<u64>,
+}
+
+/// The resident set now and its high-water mark (Linux `/proc/self/status`), bytes.
+fn rss() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        line[key.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse::<u64>()
+            .ok()
+    };
+    Some((kib("VmRSS:")? << 10, kib("VmHWM:")? << 10))
+}
+
+/// Resets the high-water mark to the resident set now (Linux: `clear_refs` 5).
+fn reset_peak() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -135,13 +159,8 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
     // The pre-compiled path is checked against full synthesis once, on partition 0.
     progress.phase("checking the pre-compiled path against full synthesis");
     let w = circuits.synthesize_witness(0, Some(rec.aux), None)?;
-    let compact = w.compact();
-    let aux_one = compact
-        .ones
-        .iter()
-        .map(|x| x.count_ones() as usize)
-        .sum::<usize>();
-    let aux_other = compact.others.len();
+    let [_, aux_one, aux_other] = w.counts();
+    let compact_witness_bytes = w.bytes();
     let ours = pce::assignment(&rec, w, Some(size)).map_err(Error::internal)?;
     let full = circuits.synthesize(0, Some(size), None)?;
     if ours != full {
@@ -192,7 +211,11 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
         if !spec.paths.is_empty() && !spec.paths.iter().any(|p| p == name) {
             continue;
         }
+        let before = reset_peak().then(rss).flatten();
         let (cpu, walls) = measure(reps, conc, partitions, f)?;
+        let peak_bytes_per_partition = before
+            .zip(rss())
+            .map(|((base, _), (_, hwm))| hwm.saturating_sub(base) / conc as u64);
         if name == "full" {
             full_cpu = cpu;
         }
@@ -207,6 +230,7 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
             } else {
                 f64::NAN
             },
+            peak_bytes_per_partition,
         });
     }
     progress.finish("done");
@@ -227,7 +251,7 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
         aux_zero: 1.0 - (aux_one + aux_other) as f64 / rec.aux as f64,
         aux_one: aux_one as f64 / rec.aux as f64,
         assignment_bytes,
-        compact_witness_bytes: compact.bytes(),
+        compact_witness_bytes,
         rows,
     })
 }
