@@ -203,7 +203,8 @@ enum cuzk_event_kind
   CUZK_EVENT_KIND_GPU_START = 5,
   /**
    * Proving ended (value: milliseconds; detail: the device, or `failed` /
-   * `failed;retry=cpu` when it failed).
+   * `failed;retry=cpu` when it failed, or `hung;synthesize-again` when the watchdog gave
+   * the call up).
    */
   CUZK_EVENT_KIND_GPU_END = 6,
   /**

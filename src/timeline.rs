@@ -54,7 +54,8 @@ pub enum EventKind {
     /// Proving began (detail: the device, or `cpu-retry`).
     GpuStart = 5,
     /// Proving ended (value: milliseconds; detail: the device, or `failed` /
-    /// `failed;retry=cpu` when it failed).
+    /// `failed;retry=cpu` when it failed, or `hung;synthesize-again` when the watchdog gave
+    /// the call up).
     GpuEnd = 6,
     /// The job finished with a proof (job-level; value: milliseconds since it was queued).
     JobDone = 7,
