@@ -83,6 +83,20 @@ func TestProverIDMatchesFilecoinFFI(t *testing.T) {
 	}
 }
 
+// Issue 26: a negative DeviceCooldown reached C as a huge count of milliseconds, which
+// overflowed a deadline on a prover worker later; a week and more is refused by the library.
+func TestOutOfRangeDurationsAreInvalidArguments(t *testing.T) {
+	for _, cfg := range []Config{
+		{ParamsDir: paramsDir(), DeviceCooldown: -time.Second},
+		{ParamsDir: paramsDir(), JobRetention: -time.Minute},
+		{ParamsDir: paramsDir(), DeviceCooldown: 8 * 24 * time.Hour},
+	} {
+		if _, err := Start(cfg); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("Start(%+v): %v, want ErrInvalidArgument", cfg, err)
+		}
+	}
+}
+
 func TestGarbageInputIsAnError(t *testing.T) {
 	for _, in := range [][]byte{nil, []byte("garbage"), fixture[:len(fixture)/2]} {
 		_, err := SealCommitPhase2(in, testSector, testMiner)

@@ -81,8 +81,18 @@ const (
 type Engine struct{}
 
 // Start starts the process-wide engine, or returns a handle on the running one when cfg
-// matches its configuration (ErrAlreadyRunning otherwise).
+// matches its configuration (ErrAlreadyRunning otherwise). A negative duration, or one longer
+// than a week, is ErrInvalidArgument.
 func Start(cfg Config) (*Engine, error) {
+	// A negative duration would reach C as a huge unsigned count of milliseconds.
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"JobRetention", cfg.JobRetention}, {"DeviceCooldown", cfg.DeviceCooldown}} {
+		if d.v < 0 {
+			return nil, &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf("Config.%s is negative (%v)", d.name, d.v)}
+		}
+	}
 	var c C.cuzk_config
 	C.cuzk_config_default(&c)
 	c.synthesis_workers = C.uint32_t(cfg.SynthesisWorkers)

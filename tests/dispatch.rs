@@ -763,3 +763,28 @@ fn admission_counts_only_the_work_ahead_of_the_new_jobs_priority() {
     });
     engine.shutdown().unwrap();
 }
+
+/// Issue 26: a device cool-down past what an `Instant` can add started fine, then panicked the
+/// prover worker when a device was taken out after faults (the batch failed with PANIC, the
+/// device stayed out with no probe). The engine refuses it at start.
+#[test]
+fn a_cooldown_too_long_for_a_deadline_is_refused_at_start() {
+    let sim = Arc::new(SimState::dummy(1, vec![Answer::Fault; 3]));
+    let start = |cooldown| {
+        Engine::start_with_backends(
+            Config {
+                params_dir: common::params_dir(),
+                device_cooldown: cooldown,
+                ..Config::default()
+            },
+            vec![Box::new(SimGpus(sim.clone()))],
+        )
+    };
+    let e = start(std::time::Duration::MAX).err().expect("refused");
+    assert_eq!(e.status, Status::InvalidArgument, "{e}");
+    assert!(e.message.contains("device_cooldown"), "{e}");
+    start(std::time::Duration::from_secs(3600))
+        .unwrap()
+        .shutdown()
+        .unwrap();
+}

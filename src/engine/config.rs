@@ -37,6 +37,10 @@ pub const DEFAULT_MAX_C1_BYTES: usize = 512 << 20;
 /// after each failed probe, up to [`MAX_DEVICE_COOLDOWN`].
 pub const DEFAULT_DEVICE_COOLDOWN: Duration = Duration::from_secs(60);
 pub const MAX_DEVICE_COOLDOWN: Duration = Duration::from_secs(30 * 60);
+/// Longest a duration setting may be (job retention, device cool-down, the watchdog's
+/// allowance): a week. Beyond it `Engine::start` refuses the configuration (INVALID_ARGUMENT)
+/// rather than overflow a deadline on a worker later.
+pub const MAX_DURATION_SETTING: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The GPU-call watchdog's allowance beyond a call's expected time, unless configured.
 pub const DEFAULT_GPU_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -223,13 +227,39 @@ fn env_choice<T: Copy>(name: &str, choices: &[(&str, T)]) -> T {
     }
 }
 
+/// Seconds from variable `name` (positive); a value past what a `Duration` holds reads as the
+/// longest one, which `Config::check` then refuses.
 fn env_secs(name: &str) -> Option<Duration> {
     env_parse::<f64>(name)
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
+        .filter(|s| !s.is_nan() && *s > 0.0)
+        .map(|s| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
 }
 
 impl Config {
+    /// Refuses a resolved configuration whose settings are out of range (INVALID_ARGUMENT).
+    pub(super) fn check(&self) -> crate::error::Result<()> {
+        let durations = [
+            ("job_retention (CUZK_JOB_RETENTION_S)", self.job_retention),
+            (
+                "device_cooldown (CUZK_DEVICE_COOLDOWN_S)",
+                self.device_cooldown,
+            ),
+            (
+                "gpu_call_timeout (CUZK_GPU_CALL_TIMEOUT_S)",
+                self.gpu_call_timeout.unwrap_or_default(),
+            ),
+        ];
+        for (name, d) in durations {
+            if d > MAX_DURATION_SETTING {
+                return Err(crate::error::Error::invalid_argument(format!(
+                    "{name} is {d:?}: at most {} days",
+                    MAX_DURATION_SETTING.as_secs() / 86400
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The configuration with every automatic value replaced by what it resolves to (except
     /// the synthesis nice value, which depends on the provers: [`Config::with_nice_for`]).
     pub(super) fn resolved(mut self) -> Config {
@@ -520,6 +550,48 @@ mod tests {
                 "a different {name} must not match"
             );
         }
+    }
+
+    /// Issue 26: a duration past what a `Duration` holds panicked while the configuration was
+    /// resolved (`CUZK_DEVICE_COOLDOWN_S=1e30`), and a huge one set in the `Config` overflowed
+    /// a deadline on a prover worker later. Both are refused at start, by name.
+    #[test]
+    fn a_duration_out_of_range_is_refused_not_a_panic() {
+        use super::{env_secs, MAX_DURATION_SETTING};
+        use std::time::Duration;
+        // A variable only this test reads.
+        std::env::set_var("CUZK_TEST_HUGE_SECONDS", "1e30");
+        let read = std::panic::catch_unwind(|| env_secs("CUZK_TEST_HUGE_SECONDS"));
+        assert_eq!(
+            read.ok().flatten(),
+            Some(Duration::MAX),
+            "no panic, the longest"
+        );
+        std::env::set_var("CUZK_TEST_HUGE_SECONDS", "NaN");
+        assert_eq!(env_secs("CUZK_TEST_HUGE_SECONDS"), None);
+        for cfg in [
+            Config {
+                device_cooldown: Duration::MAX,
+                ..Config::default()
+            },
+            Config {
+                job_retention: Duration::from_secs(u64::MAX),
+                ..Config::default()
+            },
+            Config {
+                gpu_call_timeout: Some(MAX_DURATION_SETTING + Duration::from_secs(1)),
+                ..Config::default()
+            },
+        ] {
+            let e = cfg.resolved().check().unwrap_err();
+            assert_eq!(e.status, crate::error::Status::InvalidArgument, "{e}");
+            assert!(e.message.contains("at most 7 days"), "{e}");
+        }
+        let fine = Config {
+            device_cooldown: MAX_DURATION_SETTING,
+            ..Config::default()
+        };
+        fine.resolved().check().unwrap();
     }
 
     #[test]

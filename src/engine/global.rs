@@ -33,6 +33,8 @@ fn refuse_in_callback(what: &str) -> Result<()> {
 /// it to finish and then starts a new one.
 pub fn start_global(cfg: Config) -> Result<Arc<Engine>> {
     refuse_in_callback("starting the engine")?;
+    // A configuration out of range is refused as such, whether an engine runs or not.
+    cfg.clone().resolved().check()?;
     loop {
         let mut g = GLOBAL.lock();
         let old = match g.as_ref() {

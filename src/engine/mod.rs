@@ -165,6 +165,7 @@ impl Engine {
     /// Starts an engine with its worker threads and the provers `cfg.devices` selects.
     pub fn start(cfg: Config) -> Result<Engine> {
         let cfg = cfg.resolved();
+        cfg.check()?;
         let backends = select_backends(&cfg)?;
         Self::start_resolved(cfg, backends, Box::new(CpuProver))
     }
@@ -204,6 +205,7 @@ impl Engine {
                 "at least one prover backend is needed",
             ));
         }
+        cfg.check()?;
         // Synthesis yields to the GPU call's host-side work by default (needs the backends).
         let cfg = cfg.with_nice_for(backends.iter().any(|b| b.is_gpu()));
         let mut slot_base = Vec::new();
