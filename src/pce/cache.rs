@@ -69,7 +69,8 @@ enum Slot {
         held: Arc<Held>,
         last_use: Instant,
     },
-    /// Did not fit the budget; tried again after [`RETRY_AFTER`].
+    /// Did not fit the budget, or its load or recording panicked; tried again after
+    /// [`RETRY_AFTER`].
     NotNow(Instant),
     Failed(String),
 }
@@ -197,17 +198,22 @@ impl PceCache {
             return;
         }
         let me = self.clone();
+        let id_of_claim = id;
         let id = id.to_string();
         let spawned = std::thread::Builder::new()
             .name("cuzk-pce".into())
-            .spawn(move || me.fill(&id, expect, room, record));
+            .spawn(move || me.fill_caught(&id, expect, room, record));
         match spawned {
             Ok(h) => {
                 let mut threads = self.threads.lock();
                 threads.retain(|t| !t.is_finished());
                 threads.push(h);
             }
-            Err(e) => log::warn!("cannot start a recording thread: {e}"),
+            Err(e) => {
+                // Not left `Working`: tried again later.
+                log::warn!("cannot start a recording thread: {e}");
+                self.set(id_of_claim, Slot::NotNow(Instant::now()));
+            }
         }
     }
 
@@ -223,7 +229,7 @@ impl PceCache {
             return Ok(h);
         }
         if self.claim(id) {
-            self.fill(id, expect, room, record);
+            self.fill_caught(id, expect, room, record);
         } else {
             // Another thread is at it: wait for it.
             while self.state(id) == PceState::Working {
@@ -231,6 +237,28 @@ impl PceCache {
             }
         }
         self.get(id).ok_or_else(|| self.state(id))
+    }
+
+    /// [`Self::fill`], where a panic (the circuit's own code, a bug) leaves the circuit to be
+    /// tried again after [`RETRY_AFTER`], not `Working` for ever (never recorded again, and a
+    /// preload waiting on it spinning).
+    fn fill_caught(
+        &self,
+        id: &str,
+        expect: (usize, usize),
+        room: Room,
+        record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
+    ) {
+        let filled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.fill(id, expect, room, record)
+        }));
+        if filled.is_err() {
+            log::error!(
+                "loading or recording circuit {id} panicked: full synthesis meanwhile, tried \
+                 again in {RETRY_AFTER:?}"
+            );
+            self.set(id, Slot::NotNow(Instant::now()));
+        }
     }
 
     fn set(&self, id: &str, slot: Slot) {

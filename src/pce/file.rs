@@ -140,10 +140,11 @@ fn density_from(words: &[u64], n: usize) -> DensityTracker {
 fn file_len(id_len: u64, n: [u64; 7]) -> Option<u64> {
     let [inputs, aux, rows, dict, ta, tb, tc] = n;
     let words = |bits: u64| bits.div_ceil(64).checked_mul(8);
+    let row_starts = rows.checked_add(1)?;
     let mut len = 8 + 4 + 4 + 4 + id_len + 7 * 8;
     len = len.checked_add(dict.checked_mul(32)?)?;
     for t in [ta, tb, tc] {
-        len = len.checked_add((rows + 1).checked_mul(4)?)?;
+        len = len.checked_add(row_starts.checked_mul(4)?)?;
         len = len.checked_add(t.checked_mul(6)?)?;
     }
     len = len.checked_add(words(aux)?)?;
@@ -255,6 +256,7 @@ pub fn load(src: &Path, id: &str, expect: Option<(usize, usize)>) -> Result<Reco
         )));
     }
     let fits = |v: u64| usize::try_from(v).ok();
+    // (`file_len` above has checked that rows + 1 does not overflow.)
     let (Some(inputs), Some(aux), Some(rows), Some(dict)) =
         (fits(inputs), fits(aux), fits(rows), fits(dict))
     else {
@@ -327,6 +329,45 @@ pub fn load(src: &Path, id: &str, expect: Option<(usize, usize)>) -> Result<Reco
 mod tests {
     use super::*;
     use crate::pce::{tests::Toy, RecordingCS};
+
+    /// Issue 26: a header whose row count is u64::MAX (rows + 1 wraps to 0, so a file with no
+    /// row tables has the length it implies) and whose checksum is valid panicked the loader
+    /// (an empty row table indexed) instead of being refused as a bad file.
+    #[test]
+    fn a_crafted_row_count_is_refused_not_a_panic() {
+        use blstrs::Scalar as Fr;
+        use ff::Field;
+        let dir = tempfile::tempdir().unwrap();
+        let p = path(dir.path(), "toy");
+        let f = File::create(&p).unwrap();
+        let mut w = Hashing::new(BufWriter::new(f));
+        w.put(MAGIC).unwrap();
+        w.put(&FORMAT_VERSION.to_le_bytes()).unwrap();
+        w.put(&0u32.to_le_bytes()).unwrap();
+        w.put(&3u32.to_le_bytes()).unwrap();
+        w.put(b"toy").unwrap();
+        // inputs, aux, rows, dictionary, terms of A, B, C.
+        for v in [2u64, 3, u64::MAX, 2, 0, 0, 0] {
+            w.put(&v.to_le_bytes()).unwrap();
+        }
+        for k in [Fr::ONE, -Fr::ONE] {
+            w.put(&k.to_bytes_le()).unwrap();
+        }
+        // No row tables (rows + 1 wrapped to none), the three density tables.
+        for _ in 0..3 {
+            w.u64s(&[0]).unwrap();
+        }
+        let digest = w.digest();
+        w.inner.write_all(&digest).unwrap();
+        w.inner.flush().unwrap();
+        drop(w);
+        let got = std::panic::catch_unwind(|| load(&p, "toy", None));
+        match got {
+            Ok(Err(LoadError::Bad(e))) => assert!(e.contains("impossible size"), "{e}"),
+            Ok(other) => panic!("loaded: {other:?}"),
+            Err(_) => panic!("the loader panicked on a crafted row count"),
+        }
+    }
 
     #[test]
     fn round_trip_and_every_corruption() {

@@ -73,7 +73,7 @@ impl Matrix {
     }
 
     pub fn rows(&self) -> usize {
-        self.row_start.len() - 1
+        self.row_start.len().saturating_sub(1)
     }
 
     pub fn terms(&self) -> usize {
@@ -86,11 +86,11 @@ impl Matrix {
 
     /// Row starts ascending from 0 to the term count, columns and codes in range.
     fn check(&self, rows: usize, inputs: usize, aux: usize, dict: usize) -> Result<(), String> {
-        if self.row_start.len() != rows + 1 || self.row_start[0] != 0 {
+        if rows.checked_add(1) != Some(self.row_start.len()) || self.row_start.first() != Some(&0) {
             return Err("row table does not match the constraint count".into());
         }
         if self.row_start.windows(2).any(|w| w[0] > w[1])
-            || *self.row_start.last().unwrap() as usize != self.cols.len()
+            || self.row_start.last().map(|&n| n as usize) != Some(self.cols.len())
             || self.cols.len() != self.coeffs.len()
         {
             return Err("row table is not ascending or does not end at the term count".into());
@@ -360,6 +360,37 @@ mod tests {
     /// Issue 24: a recording file was read into host memory before the budget was asked, so a
     /// recording that did not fit was read (6 GB at 32 GiB) outside the budget, then dropped,
     /// and read again at every retry (30 s). It is read only into room the budget has for it.
+    /// Issue 26: a panic while a recording was loaded or made, on its own thread with no catch,
+    /// left the circuit `Working` for ever: never recorded again, and a preload waiting on it
+    /// spun. It is now tried again later, and a preload meanwhile answers at once.
+    #[test]
+    fn a_panic_while_recording_leaves_the_circuit_to_be_tried_again() {
+        use crate::budget::Budget;
+        let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        let expect = (made.inputs, made.aux);
+        let dir = tempfile::tempdir().unwrap();
+        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(1 << 30));
+        let room = Room {
+            recording: 1,
+            partition: 1,
+        };
+        cache.start("toy", expect, room, |_| panic!("injected in a recording"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while cache.state("toy") == PceState::Working {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "still Working 30 s after its thread panicked"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(cache.state("toy"), PceState::Absent);
+        let got = cache.load_or_record("toy", expect, room, |_| panic!("not yet"));
+        assert!(
+            matches!(got, Err(PceState::Absent)),
+            "a preload answers at once"
+        );
+    }
+
     #[test]
     fn a_recording_file_is_read_only_into_room_the_budget_has() {
         use crate::budget::Budget;
