@@ -66,6 +66,16 @@ pub(super) struct Probe {
     pub(super) cooldown: Duration,
 }
 
+impl Probe {
+    /// A first probe once `cooldown` has passed from now.
+    fn after(cooldown: Duration) -> Probe {
+        Probe {
+            at: Some(Instant::now() + cooldown),
+            cooldown,
+        }
+    }
+}
+
 /// Puts device `sub` of backend `d` in or out of service, in the backend and in the engine's
 /// status; false where the backend cannot.
 pub(super) fn set_device(inner: &Inner, d: usize, sub: usize, on: bool, why: OutOfService) -> bool {
@@ -86,10 +96,7 @@ pub(super) fn set_device(inner: &Inner, d: usize, sub: usize, on: bool, why: Out
         probes[slot] = match why {
             // A hung device is probed once its call returns (`returned_late`).
             OutOfService::Operator | OutOfService::Hung => Probe::default(),
-            OutOfService::Faults => Probe {
-                at: Some(Instant::now() + inner.cfg.device_cooldown),
-                cooldown: inner.cfg.device_cooldown,
-            },
+            OutOfService::Faults => Probe::after(inner.cfg.device_cooldown),
         };
     }
     log::info!(
@@ -161,10 +168,7 @@ pub(super) fn returned_late(inner: &Inner, d: usize, subs: &[usize]) {
         }
         devs[slot].out_of_service = Some(OutOfService::Faults);
         // Lock order: devices, then probes.
-        inner.probes.lock()[slot] = Probe {
-            at: Some(Instant::now() + inner.cfg.device_cooldown),
-            cooldown: inner.cfg.device_cooldown,
-        };
+        inner.probes.lock()[slot] = Probe::after(inner.cfg.device_cooldown);
         log::warn!(
             "{}: the call given up on returned: probed in {:?}",
             devs[slot].name,
