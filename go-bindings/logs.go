@@ -3,6 +3,7 @@ package cuzk
 /*
 #include "cuzk.h"
 extern cuzk_status cuzkGoLogSet(int on, uint32_t max_level, cuzk_error *err);
+extern int cuzkGoOnLogThread(void);
 */
 import "C"
 
@@ -20,8 +21,14 @@ const LevelTrace = slog.LevelDebug - 4
 // logger receives the library's records once SetLogger has set it.
 var logger atomic.Pointer[slog.Logger]
 
-// logMu orders SetLogger calls.
+// logMu orders SetLogger calls. A handler never waits for it: see pending.
 var logMu sync.Mutex
+
+// pending holds the logger that a handler asked for while another SetLogger held logMu; that
+// holder (or the next to take logMu) puts it in place before letting logMu go.
+var pending atomic.Pointer[pendingLogger]
+
+type pendingLogger struct{ l *slog.Logger }
 
 // SetLogger sends the library's log records (cuzk's and those of the proving code inside
 // it) to l instead of stderr; nil goes back to stderr. Each record arrives as one slog
@@ -33,9 +40,45 @@ var logMu sync.Mutex
 // the records logged before it have gone to the old logger (the library waits up to five
 // seconds for them) and the old one is not called again. ErrUnsupported where the process
 // already had a Rust logger of its own.
+//
+// Called from inside a handler, SetLogger never waits: where no other SetLogger is running it
+// takes effect at once (the running handler call finishes); where one is, that one puts l in
+// place when it is done, after its own logger, and SetLogger returns nil at once. A panic in a
+// handler (Enabled or Handle) loses that record and is reported like a callback's panic.
 func SetLogger(l *slog.Logger) error {
-	logMu.Lock()
-	defer logMu.Unlock()
+	if C.cuzkGoOnLogThread() != 0 {
+		if !logMu.TryLock() {
+			pending.Store(&pendingLogger{l})
+			// The holder may have let logMu go before it could see the request.
+			if logMu.TryLock() {
+				unlockLogMu()
+			}
+			return nil
+		}
+	} else {
+		logMu.Lock()
+	}
+	err := setLogger(l)
+	unlockLogMu()
+	return err
+}
+
+// unlockLogMu puts the loggers that handlers asked for in place, then lets logMu go.
+func unlockLogMu() {
+	for {
+		for p := pending.Swap(nil); p != nil; p = pending.Swap(nil) {
+			// Its caller has returned; an error leaves the logger before it in place.
+			_ = setLogger(p.l)
+		}
+		logMu.Unlock()
+		if pending.Load() == nil || !logMu.TryLock() {
+			return
+		}
+	}
+}
+
+// setLogger does SetLogger's work; logMu is held.
+func setLogger(l *slog.Logger) error {
 	var cerr C.cuzk_error
 	if l == nil {
 		err := takeError(C.cuzkGoLogSet(0, 0, &cerr), &cerr)
@@ -73,17 +116,18 @@ func goCuzkLog(rec *C.cuzk_log_record) {
 	if n := int(rec.level); n >= 1 && n < len(slogLevels) {
 		level = slogLevels[n]
 	}
+	defer func() {
+		// A panicking handler (Enabled or Handle) loses its record; the panic never reaches the
+		// library's thread.
+		if p := recover(); p != nil {
+			reportPanic(p)
+		}
+	}()
 	ctx := context.Background()
 	if !l.Enabled(ctx, level) {
 		return
 	}
 	r := slog.NewRecord(time.UnixMicro(int64(rec.unix_us)), level, C.GoString(rec.message), 0)
 	r.AddAttrs(slog.String("target", C.GoString(rec.target)))
-	defer func() {
-		// A panicking handler loses its record; it never reaches the library's thread.
-		if p := recover(); p != nil {
-			reportPanic(p)
-		}
-	}()
 	_ = l.Handler().Handle(ctx, r)
 }
