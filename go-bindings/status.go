@@ -63,6 +63,9 @@ type EngineStatus struct {
 	Failed     uint64 `json:"failed"`
 	Cancelled  uint64 `json:"cancelled"`
 	CPURetries uint64 `json:"cpu_retries"`
+	// BadProofs: partitions whose proof failed the self-check, synthesized in full and proved
+	// again on the CPU (a fault of the GPU that made it).
+	BadProofs uint64 `json:"bad_proofs"`
 	// Events and log records dropped because callbacks fell behind.
 	TimelineEventsDropped uint64 `json:"timeline_events_dropped"`
 	LogRecordsDropped     uint64 `json:"log_records_dropped"`

@@ -788,3 +788,51 @@ fn a_cooldown_too_long_for_a_deadline_is_refused_at_start() {
         .shutdown()
         .unwrap();
 }
+
+/// Issue 26 item 1, without a recording: the partition whose GPU proof fails the self-check is
+/// synthesized in full and proved on the CPU, the job verifies, the GPU counts one fault and no
+/// recording is distrusted.
+#[test]
+fn a_gpu_proof_that_fails_the_self_check_is_proved_again_and_its_gpu_faulted() {
+    let shape = FixtureShape {
+        partitions: 2,
+        layers: 0,
+    };
+    let (spec, _, c1) = common::fixture(shape);
+    common::within(1200, "a bad GPU proof proved again", move || {
+        // The first call answers dummy proofs (well formed, wrong), later ones real proofs.
+        let mut state = SimState::cpu(1);
+        state.script = vec![Answer::Dummy];
+        let sim = Arc::new(state);
+        let engine = Engine::start_with_backends(
+            Config {
+                params_dir: common::params_dir(),
+                synthesis: Some(cuzk::engine::SynthesisMode::Full),
+                synthesis_workers: 2,
+                ..Config::default()
+            },
+            vec![Box::new(SimGpus(sim.clone()))],
+        )
+        .unwrap();
+        let out = engine.prove(request(&spec, &c1, shape)).unwrap();
+        assert!(out.verified);
+        assert!(cuzk::porep::verify::verify_seal(
+            &c1,
+            spec.prover_id(),
+            spec.sector_id,
+            &out.proof
+        )
+        .unwrap());
+        assert_eq!(
+            out.partitions.iter().filter(|p| p.cpu_retry).count(),
+            1,
+            "{:?}",
+            out.partitions
+        );
+        let st = engine.status();
+        assert_eq!(st.bad_proofs, 1, "{st:?}");
+        assert_eq!(st.devices[0].failed_calls, 1, "{st:?}");
+        assert_eq!((st.pce_distrusted, st.failed), (0, 0), "{st:?}");
+        engine.shutdown().unwrap();
+    });
+}

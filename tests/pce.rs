@@ -574,6 +574,57 @@ fn a_witness_the_gpu_failed_on_is_proved_on_the_cpu_and_verifies() {
     });
 }
 
+/// Issue 26 item 1: a GPU proof that fails the self-check ended the whole job. Now the bad
+/// partition is synthesized in full and proved on the CPU, the GPU that made it is counted a
+/// fault, and the recording it was proved under is distrusted once the CPU's proof verifies.
+#[test]
+fn a_gpu_proof_that_fails_the_self_check_is_proved_again_on_the_cpu() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(1200, "a bad GPU proof proved again", move || {
+        // Dummy proofs: well formed, and wrong.
+        let gpu = WitnessTaker::new(None);
+        let (e, notes) = engine_with(&d, Box::new(gpu), Box::new(CpuProver), true);
+        let (out, note, st) = one_job_after_preload(&e, &notes, &req);
+        let out = out.unwrap();
+        assert_eq!(note, "pce;witness");
+        assert!(out.verified && out.partitions[0].cpu_retry, "{out:?}");
+        assert!(verifies_2kib(&out.proof), "the .vk rejects the job's proof");
+        assert_eq!(st.bad_proofs, 1, "{st:?}");
+        assert_eq!(st.devices[0].failed_calls, 1, "{st:?}");
+        assert_eq!(st.pce_distrusted, 1, "{st:?}");
+        assert!(st
+            .prometheus()
+            .contains("cuzk_partitions_bad_proof_total 1"));
+        wait_until(60, "the second SYNTH_END event", || {
+            notes.lock().unwrap().len() >= 2
+        });
+        assert_eq!(notes.lock().unwrap()[1], "full;check-again");
+        e.shutdown().unwrap();
+    });
+}
+
+/// The same where the CPU's proof from full synthesis fails too: the job fails
+/// (VERIFY_FAILED) once, saying so, and the recording is kept.
+#[test]
+fn a_partition_that_fails_the_self_check_again_on_the_cpu_fails_its_job() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(1200, "a bad proof twice", move || {
+        let gpu = WitnessTaker::new(None);
+        let cpu = Stub::default();
+        let (e, notes) = engine_with(&d, Box::new(gpu), Box::new(cpu), true);
+        let (out, _, st) = one_job_after_preload(&e, &notes, &req);
+        let err = out.unwrap_err();
+        assert_eq!(err.status, Status::VerifyFailed, "{err}");
+        assert!(err.message.contains("still does not verify"), "{err}");
+        assert_eq!((st.bad_proofs, st.pce_distrusted), (1, 0), "{st:?}");
+        e.shutdown().unwrap();
+    });
+}
+
 #[test]
 fn a_row_the_gpu_found_unsatisfied_gives_the_recording_up_on_the_cpu() {
     let req = real_2kib();

@@ -20,7 +20,7 @@ use rand::rngs::OsRng;
 use super::{
     assembly::complete,
     finish::finish,
-    handoff::{release_retries_of, ProveItem, RetryItem, SynthItem, Work},
+    handoff::{push_retry, ProveItem, RetryItem, SynthItem, Work},
     health,
     jobs::{ms, Job, PartitionReport},
     synth, watchdog, Inner,
@@ -215,10 +215,7 @@ fn synthesize_again(inner: &Inner, slots: &[usize], parts: Vec<InFlight>) {
             continue;
         }
         let key = p.job.key(p.k);
-        let again = SynthItem {
-            job: p.job.clone(),
-            partition: p.k,
-        };
+        let again = SynthItem::new(p.job.clone(), p.k);
         if inner.synth_q.push(key, again).is_err() {
             finish(
                 inner,
@@ -362,8 +359,6 @@ impl Returned<'_> {
             );
         }
         let reservation = reservation.expect("a returned call gives its partitions' memory back");
-        let held = reservation.bytes();
-        let key = job.key(k);
         let item = RetryItem {
             item: ProveItem {
                 job: job.clone(),
@@ -378,18 +373,12 @@ impl Returned<'_> {
             r,
             s,
         };
-        inner.retry_held.fetch_add(held, Ordering::AcqRel);
-        if let Err(it) = inner.retry_q.push(key, item) {
-            inner.retry_held.fetch_sub(held, Ordering::AcqRel);
-            drop(it);
+        if push_retry(inner, item).is_err() {
             finish(
                 inner,
                 &job,
                 Err(Error::new(Status::NotRunning, "the engine was shut down")),
             );
-        } else if job.stopped() {
-            // Cancelled meanwhile: its queued items are gone or about to be.
-            release_retries_of(inner, job.id);
         }
     }
 

@@ -17,6 +17,18 @@ use crate::{budget::Reservation, params::Srs, pce, prover::ProvingAssignment};
 pub(super) struct SynthItem {
     pub(super) job: Arc<Job>,
     pub(super) partition: usize,
+    /// Its first proof failed the self-check: synthesized in full and proved on the CPU.
+    pub(super) check_again: bool,
+}
+
+impl SynthItem {
+    pub(super) fn new(job: Arc<Job>, partition: usize) -> Self {
+        SynthItem {
+            job,
+            partition,
+            check_again: false,
+        }
+    }
 }
 
 /// What synthesis hands a prover for one partition.
@@ -48,8 +60,27 @@ pub(super) struct RetryItem {
     pub(super) s: Fr,
 }
 
+/// Queues a partition for the CPU retry worker (its memory counted in `retry_held` while
+/// queued); Err where the engine was shut down.
+pub(super) fn push_retry(inner: &Inner, item: RetryItem) -> Result<(), ()> {
+    let job = item.item.job.clone();
+    let held = item.item.reservation.bytes();
+    let key = job.key(item.item.partition);
+    inner.retry_held.fetch_add(held, Ordering::AcqRel);
+    if let Err(it) = inner.retry_q.push(key, item) {
+        inner.retry_held.fetch_sub(held, Ordering::AcqRel);
+        drop(it);
+        return Err(());
+    }
+    if job.stopped() {
+        // Ended meanwhile: its queued items are gone or about to be.
+        release_retries_of(inner, job.id);
+    }
+    Ok(())
+}
+
 /// Takes a finished job's partitions out of the retry queue (their memory goes back now).
-pub(super) fn release_retries_of(inner: &Inner, job: u64) {
+fn release_retries_of(inner: &Inner, job: u64) {
     for it in inner.retry_q.remove_if(|it| it.item.job.id == job) {
         inner
             .retry_held

@@ -137,6 +137,26 @@ pub(super) fn record_call(inner: &Inner, d: usize, sub: usize, fault: bool) {
     }
 }
 
+/// The backend and device of status slot `slot`.
+fn backend_of(inner: &Inner, slot: usize) -> Option<(usize, usize)> {
+    let d = inner.slot_base.iter().rposition(|&b| b <= slot)?;
+    (slot - inner.slot_base[d] < inner.backends[d].devices().len())
+        .then(|| (d, slot - inner.slot_base[d]))
+}
+
+/// Whether status slot `slot` is a device of a GPU backend.
+pub(super) fn is_gpu_slot(inner: &Inner, slot: usize) -> bool {
+    backend_of(inner, slot).is_some_and(|(d, _)| inner.backends[d].is_gpu())
+}
+
+/// A fault found after the call returned (a proof that fails the self-check): counted as a
+/// failed call of the GPU at `slot`.
+pub(super) fn fault_at_slot(inner: &Inner, slot: usize) {
+    if let Some((d, sub)) = backend_of(inner, slot).filter(|&(d, _)| inner.backends[d].is_gpu()) {
+        record_call(inner, d, sub, true);
+    }
+}
+
 /// The watchdog gave up on a call of backend `d`: devices `subs` are taken out of service
 /// (unless the operator took them out) and counted.
 pub(super) fn take_out_hung(inner: &Inner, d: usize, subs: &[usize]) {

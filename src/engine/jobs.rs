@@ -73,9 +73,20 @@ pub struct JobOutput {
 /// Job ids, unique for the life of the process.
 static NEXT_JOB: AtomicU64 = AtomicU64::new(1);
 
+/// A partition whose first proof failed the self-check, proved again on the CPU.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CheckAgain {
+    /// Its first proof was made from a witness under the circuit's recording.
+    pub(super) under_recording: bool,
+}
+
 pub(super) struct JobState {
     pub(super) proofs: Vec<Option<Proof<Bls12>>>,
     pub(super) reports: Vec<PartitionReport>,
+    /// How each partition was last synthesized (the SYNTH_END detail: "pce;witness", "full", ...).
+    pub(super) paths: Vec<&'static str>,
+    /// Partitions proved again after their first proof failed the self-check.
+    pub(super) again: Vec<Option<CheckAgain>>,
     pub(super) remaining: usize,
     pub(super) result: Option<Result<JobOutput>>,
     pub(super) finished_at: Option<Instant>,
@@ -106,6 +117,8 @@ impl Job {
             state: Mutex::new(JobState {
                 proofs: vec![None; n],
                 reports: vec![PartitionReport::default(); n],
+                paths: vec![""; n],
+                again: vec![None; n],
                 remaining: n,
                 result: None,
                 finished_at: None,

@@ -7,6 +7,7 @@
 //!   prover queue (same order)                       ─► prover workers (one per backend)
 //!   a GPU's failed partitions ─► CPU retry queue    ─► CPU retry worker
 //!   all partitions in ─► self-check (Groth16 batch verify, .vk key) ─► await returns the bytes
+//!   a partition whose proof fails it ─► synthesized in full ─► CPU retry queue (its GPU faulted)
 //! ```
 //!
 //! Modules by concern: [`config`] (settings, every environment variable), `jobs` (the job
@@ -414,10 +415,7 @@ impl Engine {
             &format!("{:?}", prepared.proof_type),
         );
         for k in 0..n {
-            let item = SynthItem {
-                job: job.clone(),
-                partition: k,
-            };
+            let item = SynthItem::new(job.clone(), k);
             if self.inner.synth_q.push(job.key(k), item).is_err() {
                 finish(&self.inner, &job, Err(not_running()));
                 break;

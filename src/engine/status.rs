@@ -15,6 +15,8 @@ pub(super) struct Counters {
     pub(super) proving: AtomicU64,
     /// Partitions whose recording gave a wrong assignment (synthesized in full instead).
     pub(super) pce_fallbacks: AtomicU64,
+    /// Partitions whose proof failed the self-check (proved again on the CPU).
+    pub(super) bad_proofs: AtomicU64,
 }
 
 /// A snapshot of the engine's state.
@@ -42,6 +44,9 @@ pub struct EngineStatus {
     pub cancelled: u64,
     /// Partitions a GPU failed on and the CPU proved instead.
     pub cpu_retries: u64,
+    /// Partitions whose proof failed the self-check: synthesized in full and proved again on
+    /// the CPU (a fault of the GPU that made it).
+    pub bad_proofs: u64,
     /// Partitions a GPU failed on, waiting for (or being proved by) the CPU.
     pub cpu_retry_queue: usize,
     /// Timeline events dropped because the callbacks fell too far behind.
@@ -108,6 +113,12 @@ impl EngineStatus {
             "counter",
             "Partitions a GPU failed on, proved again on the CPU.",
             &one(self.cpu_retries as f64),
+        );
+        metric(
+            "cuzk_partitions_bad_proof_total",
+            "counter",
+            "Partitions whose proof failed the self-check, synthesized in full and proved again on the CPU.",
+            &one(self.bad_proofs as f64),
         );
         metric(
             "cuzk_log_records_dropped_total",
@@ -284,6 +295,7 @@ impl Engine {
             failed: i.counters.failed.load(Ordering::Relaxed),
             cancelled: i.counters.cancelled.load(Ordering::Relaxed),
             cpu_retries: i.counters.cpu_retries.load(Ordering::Relaxed),
+            bad_proofs: i.counters.bad_proofs.load(Ordering::Relaxed),
             cpu_retry_queue: i.retry_q.len(),
             timeline_events_dropped: i.timeline.dropped(),
             log_records_dropped: crate::logging::dropped(),

@@ -7,10 +7,14 @@ use std::{
     time::Instant,
 };
 
+use blstrs::Scalar as Fr;
+use ff::Field;
+use rand::rngs::OsRng;
+
 use super::SynthesisMode;
 use super::{
     finish::finish,
-    handoff::{ProveItem, SynthItem, Work},
+    handoff::{push_retry, ProveItem, RetryItem, SynthItem, Work},
     jobs::{ms, Job},
     queue::Key,
     Inner,
@@ -198,12 +202,16 @@ pub(super) fn synth_worker(inner: &Arc<Inner>, w: usize) {
         let Some((key, item)) = inner.synth_q.pop() else {
             break;
         };
-        let SynthItem { job, partition } = item;
+        let SynthItem {
+            job,
+            partition,
+            check_again,
+        } = item;
         if job.stopped() {
             continue;
         }
         let res = catch("synthesis worker", Status::Panic, || {
-            synthesize_one(inner, w, key, &job, partition)
+            synthesize_one(inner, w, key, &job, partition, check_again)
         });
         if let Err(e) = res {
             finish(inner, &job, Err(e));
@@ -211,13 +219,30 @@ pub(super) fn synth_worker(inner: &Arc<Inner>, w: usize) {
     }
 }
 
-fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usize) -> Result<()> {
+/// Synthesizes partition `k` of `job` and hands it on: to the prover queue, or, where
+/// `check_again` (its first proof failed the self-check), synthesized in full to the CPU
+/// retry worker.
+fn synthesize_one(
+    inner: &Arc<Inner>,
+    w: usize,
+    key: Key,
+    job: &Arc<Job>,
+    k: usize,
+    check_again: bool,
+) -> Result<()> {
     let Ok(circuits) = job.circuits() else {
         return Ok(());
     };
     let srs = inner.srs_for(circuits.params_id(), circuits.shape().sector_size)?;
     prepare_backends(inner, &srs)?;
-    let plan = plan(inner, circuits.params_id(), &srs);
+    let plan = if check_again {
+        Plan {
+            held: None,
+            path: HostPath::Cpu,
+        }
+    } else {
+        plan(inner, circuits.params_id(), &srs)
+    };
     let bytes = srs.size.host_bytes(plan.path);
     let stop = || inner.give_up(job);
     let reservation =
@@ -234,7 +259,13 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
         .timeline
         .emit(EventKind::SynthStart, job.id, k as u32, w as u32, bytes, "");
     inner.counters.synthesizing.fetch_add(1, Ordering::Relaxed);
-    let synthesized = synthesize_partition(inner, &circuits, &srs, job, k, plan);
+    let synthesized = if check_again {
+        circuits
+            .synthesize(k, Some(srs.size), Some(job.stop.clone()))
+            .map(|a| (Work::Assignment(a), "full;check-again"))
+    } else {
+        synthesize_partition(inner, &circuits, &srs, job, k, plan)
+    };
     drop(circuits);
     inner.counters.synthesizing.fetch_sub(1, Ordering::Relaxed);
     let (work, path) = match synthesized {
@@ -272,6 +303,7 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
         r.synth_ms = synth_ms;
         r.synth_worker = w;
         r.reserved_bytes = bytes;
+        st.paths[k] = path;
     }
     if job.stopped() {
         return Ok(());
@@ -284,6 +316,19 @@ fn synthesize_one(inner: &Arc<Inner>, w: usize, key: Key, job: &Arc<Job>, k: usi
         reservation,
         synth_end,
     };
+    if check_again {
+        // On the CPU, on the slot of the device that made the first proof (for its events).
+        let slot = job.state.lock().reports[k].device;
+        let again = RetryItem {
+            item,
+            slot,
+            pickup: Instant::now(),
+            r: Fr::random(OsRng),
+            s: Fr::random(OsRng),
+        };
+        return push_retry(inner, again)
+            .map_err(|()| Error::new(Status::NotRunning, "the engine was shut down"));
+    }
     inner
         .timeline
         .emit(EventKind::ChanSend, job.id, k as u32, w as u32, 0, "");
