@@ -156,6 +156,10 @@ void cuzk_gpu_srs_free(cuzk_gpu_srs* s);
  *                         two working vectors of the domain when the partition is proved;
  *   CUZK_PLAN_REC_MAPPED  the recording is read from pinned host memory (cuzk_gpu_rec_new). */
 #define CUZK_PLAN_STREAMED 1u
+/* The largest domain the prover takes, 2^28: the NTT's twiddle tables (sppark's
+ * MAX_LG_DOMAIN_SIZE for BLS12-381) stop there. A larger lg_domain answers CUZK_KERNELS_EINVAL
+ * (cuzk_gpu_working_bytes: SIZE_MAX). */
+#define CUZK_MAX_LG_DOMAIN 28u
 #define CUZK_PLAN_LEAN 2u
 #define CUZK_PLAN_REC_MAPPED 4u
 /* Device memory a GPU needs beside the resident bases to prove a circuit of this size with the
@@ -229,6 +233,9 @@ void cuzk_fixed_base_free(cuzk_fixed_base* f);
 #define CUZK_AT(t, f, o) CUZK_LAYOUT(offsetof(struct t, f) == (o), #t "." #f)
 CUZK_LAYOUT(sizeof(void*) == 8 && sizeof(size_t) == 8, "a 64-bit target");
 CUZK_LAYOUT(sizeof(cuzk_fr) == 32, "cuzk_fr");
+CUZK_LAYOUT(CUZK_MAX_LG_DOMAIN == 28 && CUZK_PLAN_STREAMED == 1 && CUZK_PLAN_LEAN == 2 &&
+                CUZK_PLAN_REC_MAPPED == 4,
+            "the constants");
 CUZK_LAYOUT(sizeof(struct cuzk_cuda_device) == 288, "cuzk_cuda_device");
 CUZK_AT(cuzk_cuda_device, major, 4);
 CUZK_AT(cuzk_cuda_device, minor, 8);

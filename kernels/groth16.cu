@@ -28,6 +28,8 @@
 #include "cuzk/kernels.cuh"
 #include "cuzk/msm.cuh"
 
+static_assert(CUZK_MAX_LG_DOMAIN <= MAX_LG_DOMAIN_SIZE, "the NTT's twiddles reach the largest domain");
+
 class cuzk_ntt : public NTT {
 public:
     using NTT::NTT_internal;
@@ -352,7 +354,7 @@ void cuzk_gpu_srs_free(cuzk_gpu_srs* s)
 size_t cuzk_gpu_working_bytes(uint32_t lg_domain, size_t n_inp, size_t n_aux, size_t stages,
                               uint32_t flags)
 {
-    if (lg_domain >= 40)
+    if (lg_domain > CUZK_MAX_LG_DOMAIN)
         return SIZE_MAX;
     stage_shape_t sh;
     sh.lg_domain = lg_domain;
@@ -388,7 +390,7 @@ int cuzk_gpu_stage_new(const cuzk_gpu_srs* s, uint32_t lg_domain, size_t n_inp, 
                        int lean, cuzk_gpu_stage** out, char* err, size_t errlen)
 {
     try {
-        if (lg_domain >= 40 || ((size_t)1 << lg_domain) != s->nh + 1 || n_aux != s->nl)
+        if (lg_domain > CUZK_MAX_LG_DOMAIN || ((size_t)1 << lg_domain) != s->nh + 1 || n_aux != s->nl)
             return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
                              "the partition's sizes do not match the parameters on the GPU");
         select_gpu(s->gpu);

@@ -87,6 +87,8 @@ fn check_equal(
     let rec = c.record(None).unwrap();
     rec.check().unwrap();
     assert_eq!((rec.inputs, rec.aux), (srs.size.inputs, srs.size.aux));
+    // The densities give the parameters' A and B query lengths (what a load checks).
+    assert_eq!(pce::Expect::of(&srs).mismatch(&rec), None);
     eprintln!(
         "{:?}: {} constraints, {} terms, {} coefficients, {:.1} bytes per constraint",
         shape,

@@ -236,7 +236,8 @@ static msm_shape_t msm_enqueue(const gpu_t& gpu, msm_ws_t<bucket>& ws, msm_event
     vec2d_t<uint32_t> digits{(uint32_t*)(temp + s.stride * 2 * sizeof(uint2)),
                              (unsigned)s.stride};
     vec2d_t<uint32_t> hist{ws.hist.get(), row};
-    static const unsigned acc_threads = max_threads(accumulate<bucket, affine_dev>);
+    // Per call, on this GPU: the most threads a block of it may have depends on the model.
+    const unsigned acc_threads = max_threads(accumulate<bucket, affine_dev>);
 
     // The digits wait for everything queued on st so far (the scalars, an earlier MSM on ws).
     CUDA_OK(cudaEventRecord(ev.a, st));

@@ -88,7 +88,7 @@ pub(super) fn load_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, sr
     let c = circuits.clone();
     let _ = inner.pce.load_or_record(
         circuits.params_id(),
-        (srs.size.inputs, srs.size.aux),
+        pce::Expect::of(srs),
         recording_room(inner, srs),
         move |abort| c.record(Some(abort)).map_err(|e| e.message),
     );
@@ -117,7 +117,7 @@ fn synthesize_partition(
             let c = circuits.clone();
             inner.pce.start(
                 circuits.params_id(),
-                (srs.size.inputs, srs.size.aux),
+                pce::Expect::of(srs),
                 recording_room(inner, srs),
                 move |abort| c.record(Some(abort)).map_err(|e| e.message),
             );

@@ -141,6 +141,14 @@ const G2: u64 = 192;
 /// alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2.
 const VK_FIXED: u64 = 3 * G1 + 3 * G2;
 
+/// Points in a parameter set's A and B queries: every input and each aux value marked in the
+/// circuit's A density (`a`); each input and aux value marked in the B densities (`b`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Queries {
+    pub a: usize,
+    pub b: usize,
+}
+
 /// Where a `.params` file's sections are, checked against its length.
 #[derive(Clone, Debug)]
 pub struct Layout {
@@ -170,6 +178,14 @@ impl Layout {
             out.push((name, pos));
         }
         out
+    }
+
+    /// The A and B query lengths.
+    pub fn queries(&self) -> Queries {
+        Queries {
+            a: self.counts[2] as usize,
+            b: self.counts[3] as usize,
+        }
     }
 
     /// The circuit size the parameters are for.
@@ -317,6 +333,9 @@ pub struct Srs {
     pub size: CircuitSize,
     /// Size of the `.params` file in bytes.
     pub file_len: u64,
+    /// Points in the A and B queries (the `a` and `b_g1` sections): inputs plus the aux values
+    /// the circuit's A and B densities mark.
+    pub queries: Queries,
     /// The `.params` file as it was checked.
     pub stamp: FileStamp,
     /// Unique to this checked instance: backends key their copies by it.
@@ -592,6 +611,7 @@ impl SrsCache {
             pvk,
             size,
             file_len: layout.len,
+            queries: layout.queries(),
             stamp,
             generation: GENERATION.fetch_add(1, Ordering::Relaxed),
             random: is_random_set(&layout.vk),

@@ -16,7 +16,7 @@ use std::{
 
 use parking_lot::Mutex;
 
-use super::{file, Recording};
+use super::{file, Expect, Recording};
 use crate::budget::{Budget, Reservation};
 
 /// How long a recording that did not fit the budget waits before it is tried again.
@@ -185,12 +185,12 @@ impl PceCache {
     }
 
     /// Starts loading (or else recording) `id` on a thread of its own unless that is done or
-    /// under way. `expect` is (inputs, aux) from the parameters; `estimate` the bytes a
+    /// under way. `expect` is what the parameters say the recording must be; `estimate` the bytes a
     /// recording is expected to take; `record` records it, giving up once its flag turns true.
     pub fn start(
         self: &Arc<Self>,
         id: &str,
-        expect: (usize, usize),
+        expect: Expect,
         room: Room,
         record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String> + Send + 'static,
     ) {
@@ -221,7 +221,7 @@ impl PceCache {
     pub fn load_or_record(
         &self,
         id: &str,
-        expect: (usize, usize),
+        expect: Expect,
         room: Room,
         record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
     ) -> Result<Arc<Held>, PceState> {
@@ -245,7 +245,7 @@ impl PceCache {
     fn fill_caught(
         &self,
         id: &str,
-        expect: (usize, usize),
+        expect: Expect,
         room: Room,
         record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
     ) {
@@ -268,7 +268,7 @@ impl PceCache {
     fn fill(
         &self,
         id: &str,
-        expect: (usize, usize),
+        expect: Expect,
         room: Room,
         record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
     ) {
@@ -286,7 +286,7 @@ impl PceCache {
                 Some(r) => {
                     read_room = Some(r);
                     self.counters.file_reads.fetch_add(1, Ordering::Relaxed);
-                    file::load(&path, id, Some(expect))
+                    file::load(&path, id, Some((expect.inputs, expect.aux)))
                 }
                 None => {
                     log::info!(
@@ -300,6 +300,15 @@ impl PceCache {
             },
             Err(_) => Err(file::LoadError::Missing),
         };
+        // A file of another circuit, or whose densities disagree with the parameters (a bit
+        // changed before its checksum was made), is rejected and recorded again.
+        let loaded = loaded.and_then(|rec| match expect.mismatch(&rec) {
+            None => Ok(rec),
+            Some(m) => Err(file::LoadError::Bad(format!(
+                "{}: not the recording of these parameters' circuit: {m}",
+                path.display()
+            ))),
+        });
         if loaded.is_err() {
             read_room = None;
         }
@@ -322,11 +331,11 @@ impl PceCache {
                 let rec = record(self.abort.clone());
                 drop(room);
                 match rec {
-                    Ok(rec) if (rec.inputs, rec.aux) == expect => (rec, false),
+                    Ok(rec) if expect.mismatch(&rec).is_none() => (rec, false),
                     Ok(rec) => {
                         let e = format!(
-                            "circuit {id} recorded {} inputs and {} aux, its parameters say {} and {}",
-                            rec.inputs, rec.aux, expect.0, expect.1
+                            "circuit {id} recorded {}",
+                            expect.mismatch(&rec).unwrap_or_default()
                         );
                         log::error!("{e}");
                         self.set(id, Slot::Failed(e));

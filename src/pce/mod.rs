@@ -28,8 +28,7 @@ pub use product::assignment;
 pub use record::RecordingCS;
 pub use witness::{Witness, WitnessTarget};
 
-/// Marks an input column (the rest of the bits are the input's index).
-pub const INPUT_BIT: u32 = 1 << 31;
+pub use crate::prover::INPUT_BIT;
 /// Distinct coefficients a recording can hold (codes are `u16`).
 pub(crate) const MAX_DICT: usize = 1 << 16;
 
@@ -112,6 +111,54 @@ impl Matrix {
     }
 }
 
+/// What a circuit's parameters say its recording must be: its variable counts, and the A and
+/// B query lengths its density tables must give. A recording whose densities disagree would
+/// fail every GPU upload (a healthy GPU faulted) or give proofs that do not verify.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expect {
+    /// Public inputs including `ONE`.
+    pub inputs: usize,
+    pub aux: usize,
+    pub queries: crate::params::Queries,
+}
+
+impl Expect {
+    /// What the parameters `srs` say.
+    pub fn of(srs: &crate::params::Srs) -> Self {
+        Expect {
+            inputs: srs.size.inputs,
+            aux: srs.size.aux,
+            queries: srs.queries,
+        }
+    }
+
+    /// What `rec` gives (for tests and tools that have no parameters at hand).
+    pub fn given_by(rec: &Recording) -> Self {
+        Expect {
+            inputs: rec.inputs,
+            aux: rec.aux,
+            queries: rec.queries(),
+        }
+    }
+
+    /// Why `rec` is not a recording of the circuit these parameters are for, if it is not.
+    pub fn mismatch(&self, rec: &Recording) -> Option<String> {
+        if (rec.inputs, rec.aux) != (self.inputs, self.aux) {
+            return Some(format!(
+                "{} inputs and {} aux, its parameters say {} and {}",
+                rec.inputs, rec.aux, self.inputs, self.aux
+            ));
+        }
+        let got = rec.queries();
+        (got != self.queries).then(|| {
+            format!(
+                "its densities give A and B queries of {} and {} points, its parameters have {} and {}",
+                got.a, got.b, self.queries.a, self.queries.b
+            )
+        })
+    }
+}
+
 /// A circuit's R1CS in sparse form, with the densities of the A and B queries (fixed by the
 /// circuit, not by the witness).
 #[derive(Clone, Debug)]
@@ -170,6 +217,14 @@ impl Recording {
     pub fn bytes(&self) -> u64 {
         let density = ((self.inputs + 2 * self.aux) / 8) as u64 + 64;
         self.a.bytes() + self.b.bytes() + self.c.bytes() + self.dict.len() as u64 * 32 + density
+    }
+
+    /// The A and B query lengths its densities give (see [`Expect`]).
+    pub fn queries(&self) -> crate::params::Queries {
+        crate::params::Queries {
+            a: self.inputs + self.a_aux_density.get_total_density(),
+            b: self.b_input_density.get_total_density() + self.b_aux_density.get_total_density(),
+        }
     }
 
     /// Terms over all three matrices.
@@ -293,6 +348,22 @@ mod tests {
         }
     }
 
+    /// One row evaluated on the host from the compact witness (what a GPU's failed row check
+    /// is compared with), including an "other" value and the inputs.
+    #[test]
+    fn one_row_is_checked_on_the_host_from_the_compact_witness() {
+        let rec = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        let w = WitnessTarget::synthesize(Toy(Some((3, 5))), None, None).unwrap();
+        let r1cs = rec.r1cs();
+        for row in 0..rec.constraints() {
+            assert_eq!(r1cs.row_holds(row, &w.classed()), Some(true), "row {row}");
+        }
+        assert_eq!(r1cs.row_holds(rec.constraints(), &w.classed()), None);
+        let mut wrong = w.clone();
+        wrong.inputs[1] = Fr::from(16);
+        assert_eq!(r1cs.row_holds(0, &wrong.classed()), Some(false));
+    }
+
     #[test]
     fn a_wrong_recording_or_witness_is_an_error() {
         let rec = RecordingCS::record(Toy(None), "toy", None).unwrap();
@@ -335,7 +406,7 @@ mod tests {
     fn a_recording_that_does_not_fit_now_is_saved_for_the_next_try() {
         use crate::budget::Budget;
         let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
-        let (bytes, expect) = (made.bytes(), (made.inputs, made.aux));
+        let (bytes, expect) = (made.bytes(), Expect::given_by(&made));
         let dir = tempfile::tempdir().unwrap();
         let total = 1u64 << 20;
         let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(total));
@@ -367,7 +438,7 @@ mod tests {
     fn a_panic_while_recording_leaves_the_circuit_to_be_tried_again() {
         use crate::budget::Budget;
         let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
-        let expect = (made.inputs, made.aux);
+        let expect = Expect::given_by(&made);
         let dir = tempfile::tempdir().unwrap();
         let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(1 << 30));
         let room = Room {
@@ -395,7 +466,7 @@ mod tests {
     fn a_recording_file_is_read_only_into_room_the_budget_has() {
         use crate::budget::Budget;
         let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
-        let expect = (made.inputs, made.aux);
+        let expect = Expect::given_by(&made);
         let dir = tempfile::tempdir().unwrap();
         let path = file::path(dir.path(), "toy");
         file::save(&made, &path).unwrap();
@@ -420,5 +491,53 @@ mod tests {
         };
         assert!(cache.load_or_record("toy", expect, room, no_record).is_ok());
         assert_eq!((cache.stats().file_reads, cache.stats().loaded), (1, 1));
+    }
+    /// Issue 26 item 2: density tables were only length-checked, so a recording file with a
+    /// wrong density bit and a valid checksum was loaded, and failed every GPU upload as a
+    /// device fault or gave proofs that do not verify, across restarts. Its densities are now
+    /// compared with the parameters' query lengths: such a file is rejected and the circuit
+    /// recorded again.
+    #[test]
+    fn a_recording_file_whose_densities_disagree_with_the_parameters_is_recorded_again() {
+        use crate::budget::Budget;
+        let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        let expect = Expect::given_by(&made);
+        let dir = tempfile::tempdir().unwrap();
+        let path = file::path(dir.path(), "toy");
+        // One A density bit turned off, then saved (its checksum made over the wrong bit).
+        let mut wrong = made.clone();
+        let on = wrong
+            .a_aux_density
+            .bv
+            .first_one()
+            .expect("an aux value in A");
+        let mut a = bellperson::multiexp::DensityTracker::new();
+        for i in 0..wrong.aux {
+            a.add_element();
+            if i != on && wrong.a_aux_density.bv[i] {
+                a.inc(i);
+            }
+        }
+        wrong.a_aux_density = a;
+        file::save(&wrong, &path).unwrap();
+        assert!(file::load(&path, "toy", Some((made.inputs, made.aux))).is_ok());
+        assert!(expect.mismatch(&wrong).unwrap().contains("A and B queries"));
+
+        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(1 << 30));
+        let room = Room {
+            recording: 1,
+            partition: 1,
+        };
+        let got = cache
+            .load_or_record("toy", expect, room, |_| {
+                RecordingCS::record(Toy(None), "toy", None).map_err(|e| e.to_string())
+            })
+            .unwrap();
+        assert!(got.rec == made, "the wrong file was used");
+        let st = cache.stats();
+        assert_eq!((st.rejected_files, st.recorded, st.loaded), (1, 1, 0));
+        // The file saved in its place is the right one.
+        let again = file::load(&path, "toy", Some((made.inputs, made.aux))).unwrap();
+        assert!(expect.mismatch(&again).is_none());
     }
 }

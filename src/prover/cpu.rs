@@ -139,7 +139,7 @@ impl CpuProver {
         // a and b bases hold exactly inputs + dense aux points.
         if params.a.len() != n_inputs + a_aux_total || params.b_g2.len() != b_in_total + b_aux_total
         {
-            return Err(Error::proving(
+            return Err(Error::invalid_input(
                 "query densities do not match the parameters (different circuit?)",
             ));
         }

@@ -31,19 +31,19 @@ pub fn check_size(asg: &ProvingAssignment, want: &CircuitSize) -> Result<()> {
     let size = asg.size();
     let domain = size.domain();
     if want.inputs != size.inputs {
-        return Err(Error::proving(format!(
+        return Err(Error::invalid_input(format!(
             "circuit has {} public inputs, parameters expect {}",
             size.inputs, want.inputs
         )));
     }
     if want.aux != size.aux {
-        return Err(Error::proving(format!(
+        return Err(Error::invalid_input(format!(
             "circuit has {} aux variables, parameters expect {}",
             size.aux, want.aux
         )));
     }
     if want.constraints != domain {
-        return Err(Error::proving(format!(
+        return Err(Error::invalid_input(format!(
             "circuit domain is {}, parameters expect {}",
             domain, want.constraints
         )));
@@ -92,4 +92,42 @@ pub fn assemble_proof(
         b: g_b.to_affine(),
         c: g_c.to_affine(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Status;
+    use ff::Field;
+
+    /// Issue 26 item 3: an assignment that does not fit the parameters was a PROVING error,
+    /// which counts as a fault of the device that was asked: it is the input's (or the
+    /// circuit's) fault, INVALID_INPUT.
+    #[test]
+    fn an_assignment_of_another_shape_is_invalid_input_not_a_device_fault() {
+        let mut asg = ProvingAssignment::default();
+        asg.input_assignment = vec![Fr::ONE];
+        asg.aux_assignment = vec![Fr::ONE; 3];
+        asg.a = vec![Fr::ONE; 4];
+        asg.b = vec![Fr::ONE; 4];
+        asg.c = vec![Fr::ONE; 4];
+        let fits = asg.size();
+        for want in [
+            CircuitSize {
+                inputs: 2,
+                ..fits.clone()
+            },
+            CircuitSize {
+                aux: 4,
+                ..fits.clone()
+            },
+            CircuitSize {
+                constraints: 16,
+                ..fits.clone()
+            },
+        ] {
+            let e = check_size(&asg, &want).unwrap_err();
+            assert_eq!(e.status, Status::InvalidInput, "{e}");
+        }
+    }
 }

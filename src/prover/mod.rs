@@ -15,6 +15,7 @@ pub use assignment::ProvingAssignment;
 
 use bellperson::{groth16::Proof, multiexp::DensityTracker};
 use blstrs::{Bls12, Scalar as Fr};
+use ff::Field;
 
 use crate::{error::Result, params::Srs};
 
@@ -72,6 +73,28 @@ pub struct SparseR1cs<'a> {
     pub tables: Option<std::sync::Arc<dyn crate::sys::RecordingTables>>,
 }
 
+/// Marks an input column in a recording's matrices (the rest of the bits are the input's index).
+pub const INPUT_BIT: u32 = 1 << 31;
+
+impl SparseR1cs<'_> {
+    /// Whether constraint `row` holds for `w` (A·w × B·w = C·w), evaluated on the host; None
+    /// where the row, a column or a coefficient code is out of range.
+    pub fn row_holds(&self, row: usize, w: &ClassedWitness) -> Option<bool> {
+        let mut v = [Fr::ZERO; 3];
+        for (x, (starts, cols, codes)) in v.iter_mut().zip(&self.matrices) {
+            let (s, e) = (
+                *starts.get(row)? as usize,
+                *starts.get(row.checked_add(1)?)? as usize,
+            );
+            for t in s..e {
+                let k = *self.dict.get(*codes.get(t)? as usize)?;
+                *x += k * w.value(*cols.get(t)?)?;
+            }
+        }
+        Some(v[0] * v[1] == v[2])
+    }
+}
+
 /// A partition's witness in compact form: the inputs, two class bits per aux value (0 zero,
 /// 1 one, 2 other; 32 per word, least significant first) and the index and value of each aux
 /// value of class 2.
@@ -81,6 +104,29 @@ pub struct ClassedWitness<'a> {
     pub classes: &'a [u64],
     pub other_index: &'a [u32],
     pub other_value: &'a [Fr],
+}
+
+impl ClassedWitness<'_> {
+    /// The value of column `col` of a recording ([`INPUT_BIT`] marks an input); None out of
+    /// range.
+    pub fn value(&self, col: u32) -> Option<Fr> {
+        if col & INPUT_BIT != 0 {
+            return self.inputs.get((col & !INPUT_BIT) as usize).copied();
+        }
+        let j = col as usize;
+        if j >= self.n_aux {
+            return None;
+        }
+        match (self.classes.get(j / 32)? >> (2 * (j % 32))) & 3 {
+            0 => Some(Fr::ZERO),
+            1 => Some(Fr::ONE),
+            _ => self
+                .other_index
+                .binary_search(&col)
+                .ok()
+                .and_then(|k| self.other_value.get(k).copied()),
+        }
+    }
 }
 
 /// Something that turns one synthesized partition into a Groth16 proof.

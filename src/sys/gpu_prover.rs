@@ -24,7 +24,10 @@ use super::{
     RecordingTables,
 };
 
-pub use super::kernels::{KernelError, PLAN_LEAN, PLAN_REC_MAPPED, PLAN_STREAMED};
+pub use super::kernels::{
+    KernelError, CUDA_OUT_OF_MEMORY, EHOST, EINVAL, EWRONG, MAX_LG_DOMAIN, PLAN_LEAN,
+    PLAN_REC_MAPPED, PLAN_STREAMED,
+};
 
 use blstrs::{Fp, Fp2, G1Affine, G2Affine, Scalar as Fr};
 
@@ -553,7 +556,7 @@ impl Stage {
         if p.b.len() != n_abc || p.c.len() != n_abc {
             return Err(KernelError::invalid("a, b and c differ in length"));
         }
-        if p.lg_domain >= 40 || n_abc > 1usize << p.lg_domain {
+        if p.lg_domain > MAX_LG_DOMAIN || n_abc > 1usize << p.lg_domain {
             return Err(KernelError::invalid(format!(
                 "{n_abc} evaluations do not fit a domain of 2^{}",
                 p.lg_domain

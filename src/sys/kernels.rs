@@ -100,6 +100,9 @@ pub struct CudaDeviceC {
     pub name: [c_char; 256],
 }
 
+/// `CUZK_MAX_LG_DOMAIN`: the largest domain the prover takes (the NTT's twiddles stop there).
+pub const MAX_LG_DOMAIN: u32 = 28;
+
 /// `CUZK_PLAN_*`: how a GPU proves a circuit (flags of `cuzk_gpu_working_bytes`).
 pub const PLAN_STREAMED: u32 = 1;
 pub const PLAN_LEAN: u32 = 2;
@@ -387,11 +390,14 @@ mod tests {
         // A 32 GiB partition (2^27) with two stages: ~2 x 27 GB of buffers, under 80 GB in all.
         let full = w(27, 130_278_541, 2);
         assert!(full > 50_000_000_000 && full < 80_000_000_000, "{full}");
+        // Issue 26 item 10: domains past the NTT's twiddles (2^28) were accepted up to 2^39.
         // SAFETY: as above.
         assert_eq!(
-            unsafe { cuzk_gpu_working_bytes(40, 1, 1, 2, 0) },
+            unsafe { cuzk_gpu_working_bytes(MAX_LG_DOMAIN + 1, 1, 1, 2, 0) },
             usize::MAX
         );
+        // SAFETY: as above.
+        assert!(unsafe { cuzk_gpu_working_bytes(MAX_LG_DOMAIN, 1, 1, 2, 0) } < usize::MAX);
     }
 
     /// Issue 24: a 32 GiB partition (2^27) proves in 12 GiB with the lean plan (one lean

@@ -24,7 +24,7 @@ use crate::{
     prover::{groth16::check_size, ClassedWitness, ProvingAssignment, SparseR1cs},
     sys::gpu_prover::{
         CompactInput, DeviceRecording, KernelError, PartitionInput, PinnedRecording, SparseMatrix,
-        Stage,
+        Stage, CUDA_OUT_OF_MEMORY, EHOST, EINVAL,
     },
 };
 
@@ -47,16 +47,62 @@ pub(super) struct Gpu {
     pub(super) said_no_room: Mutex<HashSet<PathBuf>>,
 }
 
-/// A kernels/ error as the engine sees it: out of device memory is RESOURCE_EXHAUSTED (the
-/// partition goes elsewhere; not a device fault), anything else a PROVING fault.
-pub(super) fn kernel_error(gpu: &Gpu, what: &str, e: KernelError) -> Error {
-    if e.out_of_memory() {
-        Error::new(
-            Status::ResourceExhausted,
-            format!("{}: {what}: out of device memory: {e}", gpu.name),
-        )
+/// A kernels/ error of GPU `gpu` as the engine sees it. Only what the device did is a PROVING
+/// fault (a failed CUDA call, a kernel's output that failed its check); out of device memory
+/// is RESOURCE_EXHAUSTED (the partition goes elsewhere); arguments the kernels refuse and
+/// host-side failures are INTERNAL (the partition goes to the CPU; the device is not faulted).
+pub(super) fn kernel_error(gpu: &str, what: &str, e: KernelError) -> Error {
+    let status = match e.code {
+        CUDA_OUT_OF_MEMORY => {
+            return Error::new(
+                Status::ResourceExhausted,
+                format!("{gpu}: {what}: out of device memory: {e}"),
+            )
+        }
+        EINVAL | EHOST => Status::Internal,
+        _ => Status::Proving,
+    };
+    Error::new(status, format!("{gpu}: {what}: {e}"))
+}
+
+/// What a row that the GPU's product found unsatisfied means, once checked on the host.
+#[derive(Debug)]
+pub(super) enum RowFailure {
+    /// The row holds on the host: the device copy of the recording is made again and the
+    /// witness uploaded once more.
+    CopyAgain,
+    /// The partition fails with this error: INTERNAL where the row does not hold on the host
+    /// either (the recording does not fit the witness: not the device's fault), PROVING where
+    /// it holds there and failed on the GPU again after the copy was made anew.
+    Fails(Error),
+}
+
+/// Constraint `row` of `r1cs` failed the GPU's product check for witness `w` (`copied_again`:
+/// for the second time, the device copy of the recording made anew in between).
+pub(super) fn row_failure(
+    gpu: &str,
+    r1cs: &SparseR1cs,
+    w: &ClassedWitness,
+    row: u64,
+    copied_again: bool,
+) -> RowFailure {
+    let n = r1cs.constraints;
+    let holds = usize::try_from(row)
+        .ok()
+        .and_then(|r| r1cs.row_holds(r, w))
+        .unwrap_or(false);
+    if !holds {
+        RowFailure::Fails(Error::internal(format!(
+            "{gpu}: constraint {row} of {n} is not satisfied by the GPU's product, nor on the \
+             host: the recording does not fit this witness"
+        )))
+    } else if !copied_again {
+        RowFailure::CopyAgain
     } else {
-        Error::proving(format!("{}: {what}: {e}", gpu.name))
+        RowFailure::Fails(Error::proving(format!(
+            "{gpu}: constraint {row} of {n} holds on the host but not in the GPU's product, \
+             twice (the recording copied to the GPU again in between): a device fault"
+        )))
     }
 }
 
@@ -107,7 +153,7 @@ impl CuzkGpuProver {
         crate::error::catch("cuzk GPU upload", Status::Proving, || {
             Ok(stage.upload(&input))
         })?
-        .map_err(|e| kernel_error(gpu, "upload failed", e))?;
+        .map_err(|e| kernel_error(&gpu.name, "upload failed", e))?;
         Ok((loaded, stage))
     }
 
@@ -248,8 +294,10 @@ impl CuzkGpuProver {
 
     /// Copies one partition's compact witness into a stage of GPU `g`, where a, b and c are
     /// computed from the circuit's recording (resident beside the parameters) and checked row
-    /// by row. A row that does not hold is an INTERNAL error (the recording does not fit the
-    /// witness), not a device fault.
+    /// by row. A row that does not hold is checked on the host ([`row_failure`]): where it does
+    /// not hold there either, an INTERNAL error (the recording does not fit the witness; not a
+    /// device fault); where it does, the device copy of the recording is made again and the
+    /// witness uploaded once more, and a second failure is a PROVING fault of the GPU.
     pub(super) fn upload_compact(
         &self,
         g: usize,
@@ -275,7 +323,7 @@ impl CuzkGpuProver {
             )));
         }
         let loaded = self.loaded(g, srs)?;
-        let rec = self.recording(g, &loaded, r1cs)?;
+        let mut rec = self.recording(g, &loaded, r1cs)?;
         let mut stage = self.take_stage(g, &loaded, srs, w.inputs.len(), w.n_aux)?;
         let input = CompactInput {
             lg_domain: size.domain().trailing_zeros(),
@@ -288,18 +336,36 @@ impl CuzkGpuProver {
             b_input_density: r1cs.b_input_density.bv.as_raw_slice(),
             b_aux_density: r1cs.b_aux_density.bv.as_raw_slice(),
         };
-        let up = crate::error::catch("cuzk GPU upload", Status::Proving, || {
-            Ok(stage.upload_witness(&rec, &input))
-        })
-        .and_then(|r| r.map_err(|e| kernel_error(gpu, "witness upload failed", e)));
-        let err = match up {
-            Ok(None) => return Ok((loaded, stage)),
-            Ok(Some(row)) => Error::internal(format!(
-                "{}: constraint {row} of {} is not satisfied by the GPU's product: the \
-                 recording does not fit this witness",
-                gpu.name, r1cs.constraints
-            )),
-            Err(e) => e,
+        let mut copied_again = false;
+        let err = loop {
+            let up = crate::error::catch("cuzk GPU upload", Status::Proving, || {
+                Ok(stage.upload_witness(&rec, &input))
+            })
+            .and_then(|r| r.map_err(|e| kernel_error(&gpu.name, "witness upload failed", e)));
+            match up {
+                Ok(None) => return Ok((loaded, stage)),
+                Ok(Some(row)) => match row_failure(&gpu.name, r1cs, w, row, copied_again) {
+                    RowFailure::CopyAgain => {
+                        log::warn!(
+                            "{}: constraint {row} holds on the host but not in the GPU's \
+                             product: copying the recording of {} to the GPU again",
+                            gpu.name,
+                            r1cs.id
+                        );
+                        drop(rec);
+                        gpu.recordings
+                            .lock()
+                            .remove(&(r1cs.id.to_string(), r1cs.instance));
+                        copied_again = true;
+                        match self.recording(g, &loaded, r1cs) {
+                            Ok(r) => rec = r,
+                            Err(e) => break e,
+                        }
+                    }
+                    RowFailure::Fails(e) => break e,
+                },
+                Err(e) => break e,
+            }
         };
         self.put_back(g, &loaded, stage);
         Err(err)

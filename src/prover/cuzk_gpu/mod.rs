@@ -336,6 +336,70 @@ mod tests {
         assert!(!p.set_enabled(2, false));
     }
 
+    /// Issue 26 item 3: every kernels/ error was a PROVING fault of its GPU, so arguments the
+    /// kernels refuse (a bug or a shape the Rust side let through) and host-side failures took
+    /// healthy GPUs out of service. Only what the device did is a fault now.
+    #[test]
+    fn only_what_the_device_did_is_a_fault() {
+        use crate::{error::Status, sys::gpu_prover::KernelError};
+        let status = |code| {
+            let e = KernelError {
+                code,
+                message: "m".into(),
+            };
+            super::device::kernel_error("cuda:0", "upload failed", e).status
+        };
+        use crate::sys::gpu_prover::{CUDA_OUT_OF_MEMORY, EHOST, EINVAL, EWRONG};
+        assert_eq!(status(EINVAL), Status::Internal);
+        assert_eq!(status(EHOST), Status::Internal);
+        assert_eq!(status(EWRONG), Status::Proving);
+        assert_eq!(status(700), Status::Proving, "cudaErrorIllegalAddress");
+        assert_eq!(status(CUDA_OUT_OF_MEMORY), Status::ResourceExhausted);
+        // No GPU in service: none ran the batch, none is faulted.
+        let p = CuzkGpuProver::new(vec![dev(0)], 1, GpuParams::Auto, None);
+        assert!(p.set_enabled(0, false));
+        let mut times = vec![Default::default(); 2];
+        let out = p.split(2, &mut times, |_, _| unreachable!("no GPU in service"));
+        assert!(out
+            .iter()
+            .all(|(_, r)| matches!(r, Err(e) if e.status == Status::Unsupported)));
+    }
+
+    /// Issue 26 item 4: a row the GPU's product found unsatisfied was never the device's
+    /// fault, even where it holds on the host (a damaged device copy of the recording). Now
+    /// such a row has the copy made again once, and a second failure is a PROVING fault; a row
+    /// that fails on the host too stays INTERNAL (the recording's fault, not the GPU's).
+    #[test]
+    fn a_row_that_holds_on_the_host_is_the_gpus_fault_after_a_second_copy() {
+        use super::device::{row_failure, RowFailure};
+        use crate::{error::Status, pce};
+        let rec = pce::RecordingCS::record(Toy, "toy", None).unwrap();
+        let w = pce::WitnessTarget::synthesize(Toy, None, None).unwrap();
+        let r1cs = rec.r1cs();
+        let first = row_failure("cuda:0", &r1cs, &w.classed(), 3, false);
+        assert!(matches!(first, RowFailure::CopyAgain), "{first:?}");
+        match row_failure("cuda:0", &r1cs, &w.classed(), 3, true) {
+            RowFailure::Fails(e) => assert_eq!(e.status, Status::Proving, "{e}"),
+            other => panic!("{other:?}"),
+        }
+        // A witness the recording does not fit: INTERNAL, first time and after a copy.
+        let mut wrong = w.clone();
+        wrong.inputs[1] = blstrs::Scalar::from(7u64);
+        // The row "x * 1 = out" (after it, one `input * 0 = 0` row per input).
+        let last = (rec.constraints() - 1 - rec.inputs) as u64;
+        for again in [false, true] {
+            match row_failure("cuda:0", &r1cs, &wrong.classed(), last, again) {
+                RowFailure::Fails(e) => assert_eq!(e.status, Status::Internal, "{e}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        // A row out of range is not the device's fault either.
+        match row_failure("cuda:0", &r1cs, &w.classed(), u64::MAX, false) {
+            RowFailure::Fails(e) => assert_eq!(e.status, Status::Internal, "{e}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// x^(2^rounds) = y: a few constraints, for a parameter file on disk.
     struct Toy;
 

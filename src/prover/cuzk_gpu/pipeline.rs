@@ -34,10 +34,11 @@ impl CuzkGpuProver {
             for (i, r) in results.iter_mut().enumerate() {
                 *r = Some((
                     place[i],
-                    Err(Error::proving(format!(
-                        "{}: every GPU is out of service",
-                        self.name
-                    ))),
+                    // No device ran it: not a fault of any.
+                    Err(Error::new(
+                        Status::Unsupported,
+                        format!("{}: every GPU is out of service", self.name),
+                    )),
                 ));
             }
         } else {
@@ -146,7 +147,7 @@ impl CuzkGpuProver {
             })?
         };
         times.gpu_ms = t.elapsed().as_secs_f64() * 1e3;
-        let m = res.map_err(|e| super::device::kernel_error(gpu, "GPU prover failed", e))?;
+        let m = res.map_err(|e| super::device::kernel_error(&gpu.name, "GPU prover failed", e))?;
         times.gpu_stages_ms = m.ms;
         times.ntt_ms = m.ms[1];
         times.msm_ms = m.ms[2] + m.ms[4..].iter().sum::<f64>();

@@ -224,6 +224,19 @@ impl CuzkGpuProver {
     /// where none does (said once per GPU and circuit in the log).
     pub(super) fn plan(&self, i: usize, srs: &Srs) -> Result<Plan> {
         let gpu = &self.gpus[i];
+        let lg = srs.size.domain().trailing_zeros();
+        if lg > gpu_prover::MAX_LG_DOMAIN {
+            // Not a fault: no GPU of this prover takes it (its partitions go to the CPU).
+            return Err(Error::new(
+                Status::Unsupported,
+                format!(
+                    "{}: {} needs a domain of 2^{lg}; the GPU prover takes 2^{} at most",
+                    gpu.name,
+                    srs.path.display(),
+                    gpu_prover::MAX_LG_DOMAIN
+                ),
+            ));
+        }
         if let Some(p) = self.forced {
             return Ok(p);
         }
