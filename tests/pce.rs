@@ -432,6 +432,8 @@ struct WitnessTaker {
     /// Per witness: aux values, the others' count, whether the class table covers the aux.
     seen: Arc<Mutex<Vec<(usize, usize, bool)>>>,
     assignments: Arc<std::sync::atomic::AtomicUsize>,
+    /// Circuits whose recording it was told to forget (distrusted).
+    forgotten: Arc<Mutex<Vec<String>>>,
 }
 
 impl WitnessTaker {
@@ -440,6 +442,7 @@ impl WitnessTaker {
             answer,
             seen: Arc::default(),
             assignments: Arc::default(),
+            forgotten: Arc::default(),
         }
     }
 }
@@ -459,6 +462,9 @@ impl ProverBackend for WitnessTaker {
     }
     fn proves_witness(&self) -> bool {
         true
+    }
+    fn forget_recording(&self, id: &str) {
+        self.forgotten.lock().unwrap().push(id.to_string());
     }
     fn prove_witness_batch(
         &self,
@@ -636,6 +642,7 @@ fn a_row_the_gpu_found_unsatisfied_gives_the_recording_up_on_the_cpu() {
     within(1200, "a bad row from the GPU", move || {
         // What cuzk's GPU prover answers where the product finds a row that does not hold.
         let gpu = WitnessTaker::new(Some(Status::Internal));
+        let forgotten = gpu.forgotten.clone();
         let (e, notes) = engine_with(&d, Box::new(gpu), Box::new(CpuProver), true);
         let (out, note, st) = one_job_after_preload(&e, &notes, &req);
         let out = out.unwrap();
@@ -644,6 +651,8 @@ fn a_row_the_gpu_found_unsatisfied_gives_the_recording_up_on_the_cpu() {
         assert!(verifies_2kib(&out.proof), "the .vk rejects the CPU's proof");
         assert_eq!((st.pce_distrusted, st.pce_fallbacks), (1, 1), "{st:?}");
         assert!(!path.exists(), "the wrong recording's file is still there");
+        // Issue 26 item 7: the GPU's copy of the distrusted recording was kept until shutdown.
+        assert_eq!(forgotten.lock().unwrap().len(), 1, "the GPU kept its copy");
         // Not a device fault: the GPU stays in service.
         assert!(st.devices.iter().all(|d| d.enabled), "{st:?}");
         e.shutdown().unwrap();

@@ -241,7 +241,7 @@ fn distrust_recording(inner: &Inner, job: &Job, again: &[Option<CheckAgain>]) {
     let Ok(circuits) = job.circuits() else {
         return;
     };
-    inner.pce.distrust(
+    inner.distrust_recording(
         circuits.params_id(),
         &format!(
             "partition {k} of job {}: its proof did not verify, and synthesized in full it does",

@@ -139,6 +139,15 @@ impl Inner {
     }
 
     /// Why a wait on behalf of `job` should end (the job ended, the engine is stopping).
+    /// Gives up circuit `id`'s recording (`pce::PceCache::distrust`): its file removed, full
+    /// synthesis for the circuit until restart, and every backend's copy of it dropped.
+    fn distrust_recording(&self, id: &str, why: &str) {
+        self.pce.distrust(id, why);
+        for b in self.backends.iter().chain(std::iter::once(&self.fallback)) {
+            b.forget_recording(id);
+        }
+    }
+
     fn give_up(&self, job: &Job) -> Option<Error> {
         if job.stopped() {
             Some(Error::new(Status::Cancelled, "stopped"))

@@ -148,7 +148,7 @@ pub(super) fn host_assignment(
         Ok(a) => Ok((a, "pce")),
         Err(e) => {
             drop(held);
-            inner.pce.distrust(
+            inner.distrust_recording(
                 circuits.params_id(),
                 &format!("partition {k} of job {}: {e}", job.id),
             );

@@ -17,7 +17,10 @@ use std::{
 use parking_lot::Mutex;
 
 use super::{file, Expect, Recording};
-use crate::budget::{Budget, Reservation};
+use crate::{
+    budget::{Budget, Reservation},
+    params::FileStamp,
+};
 
 /// How long a recording that did not fit the budget waits before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
@@ -25,6 +28,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(30);
 /// A recording in memory with the budget it holds (given back when the last user drops it).
 pub struct Held {
     pub rec: Recording,
+    /// The file it was loaded from or saved to, as it was then: only that file is removed
+    /// when the recording is distrusted (not one another process wrote since).
+    file: Option<FileStamp>,
     _reservation: Reservation,
 }
 
@@ -109,7 +115,10 @@ pub struct PceStats {
 }
 
 impl PceCache {
+    /// A cache of the recordings kept in `dir`; temporary files that a crashed process left
+    /// there are removed.
     pub fn new(dir: PathBuf, budget: Arc<Budget>) -> Arc<Self> {
+        file::remove_stale_temporaries(&dir);
         Arc::new(PceCache {
             dir,
             budget,
@@ -281,6 +290,8 @@ impl PceCache {
         // A file is read only into room the budget has for it (its size: the tables it holds),
         // given back once the recording's own reservation is made below.
         let mut read_room = None;
+        // Taken before the read: a file replaced meanwhile differs from it, and is kept.
+        let mut stamp = FileStamp::of(&path).ok();
         let loaded = match std::fs::metadata(&path) {
             Ok(m) => match self.make_room(m.len(), headroom) {
                 Some(r) => {
@@ -312,12 +323,23 @@ impl PceCache {
         if loaded.is_err() {
             read_room = None;
         }
+        let mut save = true;
         let (rec, from_disk) = match loaded {
             Ok(rec) => (rec, true),
             Err(why) => {
-                if let file::LoadError::Bad(e) = &why {
-                    self.counters.rejected_files.fetch_add(1, Ordering::Relaxed);
-                    log::warn!("recording not used, recording it again: {e}");
+                match &why {
+                    file::LoadError::Bad(e) => {
+                        self.counters.rejected_files.fetch_add(1, Ordering::Relaxed);
+                        log::warn!("recording not used, recording it again: {e}");
+                    }
+                    file::LoadError::Unreadable(e) => {
+                        // Another user's file: recorded here, and theirs left as it is.
+                        save = false;
+                        log::warn!(
+                            "cannot read the recording ({e}): recording it for this process only"
+                        );
+                    }
+                    file::LoadError::Missing => {}
                 }
                 // Room for the tables while they are recorded, given back after.
                 let Some(room) = self.make_room(estimate, headroom) else {
@@ -357,11 +379,15 @@ impl PceCache {
         // Saved before it asks for its room: one that does not fit now is loaded from the file
         // next time instead of recorded again.
         if !from_disk {
-            if let Err(e) = file::save(&rec, &path) {
-                log::warn!(
-                    "cannot save the recording to {}: {e} (recorded again after a restart)",
-                    path.display()
-                );
+            stamp = None;
+            if save {
+                match file::save(&rec, &path) {
+                    Ok(()) => stamp = FileStamp::of(&path).ok(),
+                    Err(e) => log::warn!(
+                        "cannot save the recording to {}: {e} (recorded again after a restart)",
+                        path.display()
+                    ),
+                }
             }
         }
         drop(read_room);
@@ -403,6 +429,7 @@ impl PceCache {
             Slot::Ready {
                 held: Arc::new(Held {
                     rec,
+                    file: stamp,
                     _reservation: reservation,
                 }),
                 last_use: Instant::now(),
@@ -453,11 +480,18 @@ impl PceCache {
     pub fn distrust(&self, id: &str, why: &str) {
         self.counters.distrusted.fetch_add(1, Ordering::Relaxed);
         let path = file::path(&self.dir, id);
+        let stamp = match self.slots.lock().get(id) {
+            Some(Slot::Ready { held, .. }) => held.file.clone(),
+            _ => None,
+        };
+        // Only the file this recording came from: one another process wrote since is its own.
+        let ours = stamp.is_some() && FileStamp::of(&path).ok() == stamp;
+        let removed = ours && std::fs::remove_file(&path).is_ok();
         log::error!(
-            "recording of circuit {id} gave a wrong assignment ({why}): removed {}, full synthesis for this circuit",
+            "recording of circuit {id} gave a wrong assignment ({why}): {} {}, full synthesis for this circuit",
+            if removed { "removed" } else { "left (not the file it came from)" },
             path.display()
         );
-        let _ = std::fs::remove_file(&path);
         self.set(id, Slot::Failed(format!("distrusted: {why}")));
     }
 

@@ -25,11 +25,54 @@ const MAGIC: &[u8; 8] = b"CUZKPCE\0";
 pub(crate) const FORMAT_VERSION: u32 = 1;
 const BLOCK: usize = 1 << 20;
 
-/// Where the recording of circuit `params_id` lives in `dir`.
+/// Where the recording of circuit `params_id` lives in `dir`. The name carries the format
+/// version: builds of cuzk that read different formats and share a directory keep a file each,
+/// instead of each rejecting and overwriting the other's at every start.
 pub fn path(dir: &Path, params_id: &str) -> PathBuf {
     let stem = storage_proofs_core::parameter_cache::parameter_id(params_id);
     let stem = stem.strip_suffix(".params").unwrap_or(&stem).to_string();
-    dir.join(format!("{stem}.cuzk-pce"))
+    dir.join(format!("{stem}.f{FORMAT_VERSION}.cuzk-pce"))
+}
+
+/// Ends the names of recording files ([`path`]).
+const SUFFIX: &str = ".cuzk-pce";
+/// Ends the names of the temporary files [`save`] writes: `.<file name>.<pid>.<random>.tmp`.
+const TMP_SUFFIX: &str = ".tmp";
+
+/// The process that wrote temporary file `name`, where `name` is one [`save`] makes.
+fn tmp_writer(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?.strip_suffix(TMP_SUFFIX)?;
+    let (rest, _random) = rest.rsplit_once('.')?;
+    let (file, pid) = rest.rsplit_once('.')?;
+    file.ends_with(SUFFIX).then_some(())?;
+    pid.parse().ok()
+}
+
+/// Removes the temporary files in `dir` that a [`save`] left when its process ended before it
+/// finished (a crash; up to ~6 GB each at 32 GiB); those of live processes are left. Returns
+/// how many it removed.
+pub fn remove_stale_temporaries(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(tmp_writer) else {
+            continue;
+        };
+        if pid != std::process::id()
+            && !crate::sys::os::process_may_run(pid)
+            && std::fs::remove_file(e.path()).is_ok()
+        {
+            log::info!(
+                "removed {}: a recording left unfinished by process {pid}",
+                e.path().display()
+            );
+            removed += 1;
+        }
+    }
+    removed
 }
 
 struct Hashing<W> {
@@ -156,7 +199,24 @@ fn file_len(id_len: u64, n: [u64; 7]) -> Option<u64> {
 /// Writes `rec` to `dest` atomically.
 pub fn save(rec: &Recording, dest: &Path) -> std::io::Result<()> {
     let dir = dest.parent().unwrap_or(Path::new("."));
-    let tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Named after its writer, so that one left by a crash is found and removed
+    // ([`remove_stale_temporaries`]).
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}.{}.", std::process::id()))
+        .suffix(TMP_SUFFIX)
+        .tempfile_in(dir)?;
+    // Readable by the other users of a shared parameter directory (a temporary file is
+    // created 0600): their engines load it instead of recording it again.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
     let mut w = Hashing::new(BufWriter::with_capacity(BLOCK, tmp.as_file().try_clone()?));
     w.put(MAGIC)?;
     w.put(&FORMAT_VERSION.to_le_bytes())?;
@@ -201,6 +261,8 @@ pub fn save(rec: &Recording, dest: &Path) -> std::io::Result<()> {
 #[derive(Debug, PartialEq, Eq)]
 pub enum LoadError {
     Missing,
+    /// There, and this process may not read it (another user's, say): it is not overwritten.
+    Unreadable(String),
     /// Unreadable, truncated, corrupted or of another circuit, with the reason.
     Bad(String),
 }
@@ -212,6 +274,9 @@ pub fn load(src: &Path, id: &str, expect: Option<(usize, usize)>) -> Result<Reco
     let file = match File::open(src) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Err(LoadError::Unreadable(format!("{}: {e}", src.display())))
+        }
         Err(e) => return Err(bad(format!("cannot open: {e}"))),
     };
     let actual_len = file
@@ -329,6 +394,48 @@ pub fn load(src: &Path, id: &str, expect: Option<(usize, usize)>) -> Result<Reco
 mod tests {
     use super::*;
     use crate::pce::{tests::Toy, RecordingCS};
+
+    /// Issue 26 item 7: a crash during `save` left its temporary file (up to ~6 GB) in the
+    /// parameter directory for good; the file was created 0600, so another user's engine could
+    /// not read it (it recorded again and overwrote it); and builds reading different formats
+    /// shared one file name, each overwriting the other's at every start.
+    #[test]
+    fn recording_files_are_shared_versioned_and_never_left_half_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = path(dir.path(), "toy");
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.ends_with(&format!(".f{FORMAT_VERSION}.cuzk-pce")),
+            "{name}"
+        );
+        let rec = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        save(&rec, &p).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o644, "{mode:o}");
+        }
+        // Temporaries: one of a process that has ended, one of this process, one of another
+        // program; only the first is removed.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let dead = dir.path().join(format!(".{name}.{gone}.Ab3xYz.tmp"));
+        let mine = dir
+            .path()
+            .join(format!(".{name}.{}.Qw9rTy.tmp", std::process::id()));
+        let other = dir.path().join(".something.123.tmp");
+        for f in [&dead, &mine, &other] {
+            std::fs::write(f, b"half").unwrap();
+        }
+        assert_eq!(
+            tmp_writer(&format!(".{name}.{gone}.Ab3xYz.tmp")),
+            Some(gone)
+        );
+        assert_eq!(remove_stale_temporaries(dir.path()), 1);
+        assert!(!dead.exists() && mine.exists() && other.exists() && p.exists());
+    }
 
     /// Issue 26: a header whose row count is u64::MAX (rows + 1 wraps to 0, so a file with no
     /// row tables has the length it implies) and whose checksum is valid panicked the loader

@@ -399,6 +399,38 @@ mod tests {
         assert!(loaded == a && loaded.instance != a.instance && loaded.instance != b.instance);
     }
 
+    /// Issue 26 item 7: `distrust` removed the recording's file even where another process
+    /// had written a good one in its place since. Only the file the recording came from goes.
+    #[test]
+    fn distrust_removes_only_the_file_the_recording_came_from() {
+        use crate::budget::Budget;
+        let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        let expect = Expect::given_by(&made);
+        let room = Room {
+            recording: 1,
+            partition: 1,
+        };
+        let record = |_| RecordingCS::record(Toy(None), "toy", None).map_err(|e| e.to_string());
+        let dir = tempfile::tempdir().unwrap();
+        let path = file::path(dir.path(), "toy");
+        // Recorded and saved here, then written again by "another process".
+        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(1 << 30));
+        cache.load_or_record("toy", expect, room, record).unwrap();
+        assert!(path.exists());
+        file::save(&made, &path).unwrap();
+        cache.distrust("toy", "test");
+        assert!(path.exists(), "another process's file was removed");
+        // Loaded from that file: distrusted, it is removed.
+        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(1 << 30));
+        cache.load_or_record("toy", expect, room, record).unwrap();
+        assert_eq!(cache.stats().loaded, 1);
+        cache.distrust("toy", "test");
+        assert!(
+            !path.exists(),
+            "the distrusted recording's own file is still there"
+        );
+    }
+
     /// Issue 24: a recording that did not fit the budget once made was dropped before it was
     /// saved (the save came after its resident reservation), so the next try recorded it
     /// again. Saved first, the next try loads it.

@@ -190,6 +190,12 @@ pub trait ProverBackend: Send + Sync {
     /// Drops the parameters this backend loaded (engine shutdown).
     fn release(&self) {}
 
+    /// Drops what the backend keeps of circuit `id`'s recording (a GPU's copy: ~6 GB at 2^27):
+    /// the recording was distrusted and is not used again while the engine runs.
+    fn forget_recording(&self, id: &str) {
+        let _ = id;
+    }
+
     /// The devices (indices into `devices()`) inside a call now, where the backend knows: the
     /// engine's watchdog then takes out only those of a call it gives up on. None: it takes
     /// out every device the call's partitions were placed on.

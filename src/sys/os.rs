@@ -23,6 +23,20 @@ pub fn set_thread_nice(nice: i32) -> Result<(), String> {
     }
 }
 
+/// Whether process `pid` may still be running: false only where it is known to be gone (Linux:
+/// no `/proc/<pid>`); true elsewhere, so that nothing of a live process is taken for stale.
+pub fn process_may_run(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        std::path::Path::new(&format!("/proc/{pid}")).exists()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
 /// CPU time (user + system) this process has used so far, all threads together.
 pub fn process_cpu_time() -> std::time::Duration {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();

@@ -246,6 +246,13 @@ impl ProverBackend for CuzkGpuProver {
         }
     }
 
+    fn forget_recording(&self, id: &str) {
+        for g in &self.gpus {
+            // Its device memory goes back once the calls holding it end.
+            g.recordings.lock().retain(|(rid, _), _| rid != id);
+        }
+    }
+
     fn proves_witness(&self) -> bool {
         true
     }
