@@ -16,8 +16,11 @@ CBUILD := tests/c/build
 
 all: build
 
+## The static library keeps only its C API global (scripts/localize-staticlib.sh): it links
+## beside other libraries that embed Rust, blst or sppark (filecoin-ffi's).
 build:
 	$(CARGO) build --release --locked
+	scripts/localize-staticlib.sh $(TARGET)/libcuzk.a
 
 ## The same library and CLI with the GPU prover (`--features cuda`; nvcc 13.0 is installed from
 ## PyPI into ~/.cache/cuzk if missing). It proves on the CPU where there is no NVIDIA driver.
@@ -27,7 +30,9 @@ build-cuda:
 	$(CUDA_ENV) && $(CARGO) build --release --locked --features cuda
 	mkdir -p target/cuda
 	cp $(TARGET)/cuzk $(TARGET)/libcuzk.so $(TARGET)/libcuzk.a target/cuda/
+	scripts/localize-staticlib.sh target/cuda/libcuzk.a
 	$(CARGO) build --release --locked
+	scripts/localize-staticlib.sh $(TARGET)/libcuzk.a
 
 ## Seal a small real sector, prove it through the engine, verify it, show the timeline.
 demo: build
@@ -60,6 +65,11 @@ ASAN_RUN = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1
 ## struct sizes against guard pages; the callbacks.
 test-c: build fixtures
 	mkdir -p $(CBUILD)
+	@# The static library beside another that embeds blst and sppark (filecoin-ffi's does).
+	$(CXX) -O1 -c -o $(CBUILD)/other_lib.o tests/c/other_lib.cc && rm -f $(CBUILD)/libother.a && ar rcs $(CBUILD)/libother.a $(CBUILD)/other_lib.o
+	$(CC) $(CFLAGS_TEST) -O1 -Itests/c -o $(CBUILD)/test_link_beside tests/c/test_link_beside.c $(CBUILD)/libother.a $(TARGET)/libcuzk.a -lstdc++ $(LIBS_BASE)
+	CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_NO_GPU=1 CUZK_TEST_PARAMS=$(PARAMS) \
+	  $(DEADLINE) 15m $(CBUILD)/test_link_beside full
 	$(ASAN_CC) -o $(CBUILD)/test_ffi_asan tests/c/test_ffi.c -L$(TARGET) -lcuzk -Wl,-rpath,$(abspath $(TARGET))
 	$(ASAN_RUN) CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_NO_GPU=1 CUZK_TEST_PARAMS=$(PARAMS) \
 	  CUZK_TEST_PROOF_OUT=$(CBUILD)/dropin.proof $(DEADLINE) 15m $(CBUILD)/test_ffi_asan full
@@ -116,6 +126,11 @@ test-cuda: build-cuda fixtures
 	@# The C ABI of the cuda library with the CPU prover (CUZK_DEVICES=cpu), GPU or not.
 	CUZK_DEVICES=cpu CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
 	  CUZK_TEST_NO_GPU=1 $(DEADLINE) 10m $(CBUILD)/test_ffi_cuda errors
+	@# The cuda static library (sppark inside) beside another that embeds sppark and blst.
+	$(CXX) -O1 -c -o $(CBUILD)/other_lib.o tests/c/other_lib.cc && rm -f $(CBUILD)/libother.a && ar rcs $(CBUILD)/libother.a $(CBUILD)/other_lib.o
+	$(CC) $(CFLAGS_TEST) -O1 -Itests/c -o $(CBUILD)/test_link_beside_cuda tests/c/test_link_beside.c $(CBUILD)/libother.a target/cuda/libcuzk.a -lstdc++ $(LIBS_BASE)
+	CUZK_DEVICES=cpu CUZK_TEST_C1=$(FIXTURE_C1) CUZK_TEST_SECTOR=1 CUZK_TEST_MINER=1000 CUZK_TEST_PARAMS=$(PARAMS) \
+	  CUZK_TEST_NO_GPU=1 $(DEADLINE) 10m $(CBUILD)/test_link_beside_cuda errors
 	@# Go against the cuda library (-tags cuzk_cuda): it links, and proves on the CPU here.
 	cd go-bindings && $(GO) vet -tags cuzk_cuda ./... && CGO_ENABLED=1 $(GO) build -tags cuzk_cuda -o ../$(CBUILD)/cuzk-commit2-cuda ./cmd/cuzk-commit2
 	cd go-bindings && CUZK_TEST_C1=$(FIXTURE_C1) $(GO) test -tags cuzk_cuda -count=1 -timeout 20m -v -run 'TestCudaBuild' . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
