@@ -305,6 +305,15 @@ case ${1:-} in
     $D setup 2k
     $D before-after the_streamed_parameters_host_copy_is_reserved_as_resident
     ;;
+  h200-issue26)
+    # issue 26 on the GPU: make test-gpu's checks with the new error statuses (kernel argument
+    # errors INTERNAL, a row failure copied again), then the Go tests against the cuda static
+    # library as make build-cuda now leaves it (every symbol but cuzk_* local), on the GPU.
+    $D info
+    $D setup 2k
+    $D gpu-checks
+    $D go
+    ;;
   h200-go)
     # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
     # every Go test and example, the cuda test requiring "cuda:" devices in the timeline.
@@ -312,7 +321,7 @@ case ${1:-} in
     $D setup 2k
     $D go
     ;;
-  *) echo "usage: $0 h200-gpu-checks|h200-restructure|h200-kernels|h200-issue23|h200-issue24|h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
+  *) echo "usage: $0 h200-gpu-checks|h200-restructure|h200-kernels|h200-issue23|h200-issue24|h200-issue26|h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"
