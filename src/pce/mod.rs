@@ -15,6 +15,7 @@
 
 pub mod cache;
 pub mod file;
+pub mod native;
 mod product;
 mod record;
 mod witness;

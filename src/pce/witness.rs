@@ -41,6 +41,25 @@ impl Witness {
         }
     }
 
+    /// An empty witness with these inputs (`ONE` first) and room for `n_aux` aux values.
+    pub fn with_inputs(inputs: Vec<Fr>, n_aux: usize) -> Self {
+        Witness {
+            inputs,
+            ..Self::with_room(n_aux)
+        }
+    }
+
+    /// Appends an aux value that is 0 or 1 (a bit): its class only.
+    #[inline]
+    pub fn push_bit(&mut self, b: bool) {
+        let j = self.n_aux;
+        if j % 32 == 0 {
+            self.classes.push(0);
+        }
+        *self.classes.last_mut().expect("pushed above") |= (b as u64) << (2 * (j % 32));
+        self.n_aux += 1;
+    }
+
     /// Appends aux value `v` (its index is the number before it).
     pub fn push(&mut self, v: Fr) {
         let j = self.n_aux;

@@ -1,0 +1,12 @@
+//! Native witness generation (issue 25): the gadgets of the PoRep circuit done again on plain
+//! integers, each aux value they allocate emitted straight into a compact [`Witness`] in the
+//! order and with the value witness-only synthesis ([`super::WitnessTarget`]) gives, without
+//! the gadgets' objects, linear combinations and field arithmetic. Exactness is not assumed:
+//! every gadget here is tested element for element against `WitnessTarget` running
+//! bellperson's own gadget.
+//!
+//! Pieces: [`bits`] (bellpepper's `Boolean` and bellperson's `UInt32`: which operations
+//! allocate, in which order), [`sha256`] (bellperson's SHA-256 gadget).
+
+pub mod bits;
+pub mod sha256;
