@@ -6,7 +6,9 @@
 //! bellperson's own gadget.
 //!
 //! Pieces: [`bits`] (bellpepper's `Boolean` and bellperson's `UInt32`: which operations
-//! allocate, in which order), [`sha256`] (bellperson's SHA-256 gadget).
+//! allocate, in which order), [`num`] (`AllocatedNum` and its bits), [`sha256`] (bellperson's
+//! SHA-256 gadget).
 
 pub mod bits;
+pub mod num;
 pub mod sha256;
