@@ -7,8 +7,9 @@
 //!
 //! Pieces: [`bits`] (bellpepper's `Boolean` and bellperson's `UInt32`: which operations
 //! allocate, in which order), [`num`] (`AllocatedNum` and its bits), [`sha256`] (bellperson's
-//! SHA-256 gadget).
+//! SHA-256 gadget), [`poseidon`] (neptune's Poseidon circuit as filecoin-hashers calls it).
 
 pub mod bits;
 pub mod num;
+pub mod poseidon;
 pub mod sha256;
