@@ -303,4 +303,41 @@ mod tests {
         check::<PoseidonQuadArity>();
         check::<PoseidonOctArity>();
     }
+    /// Not a test: CPU time of the native arity-8 Poseidon (a tree node) against witness-only
+    /// synthesis running the circuit, on the same 2,000 preimages. Run with
+    /// `cargo test --release --lib -- --ignored native_poseidon_speed --nocapture`.
+    #[test]
+    #[ignore]
+    fn native_poseidon_speed() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+        let pres: Vec<Vec<Fr>> = (0..2000)
+            .map(|_| (0..8).map(|_| Fr::random(&mut rng)).collect())
+            .collect();
+        let c = Constants::of::<PoseidonOctArity>();
+        let t = std::time::Instant::now();
+        let mut w = Witness::with_inputs(vec![Fr::ONE], 0);
+        for pre in &pres {
+            for &v in pre {
+                alloc_num(&mut w, v);
+            }
+            hash(&mut w, &c, pre);
+        }
+        let native_s = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let want = WitnessTarget::synthesize(
+            Hashes::<PoseidonOctArity>(pres, std::marker::PhantomData),
+            None,
+            None,
+        )
+        .unwrap();
+        let gadget_s = t.elapsed().as_secs_f64();
+        assert!(w == want);
+        eprintln!(
+            "2000 arity-8 hashes, {} aux values: native {:.1} ms, gadget (witness-only) {:.1} ms, {:.1}x",
+            w.n_aux(),
+            native_s * 1e3,
+            gadget_s * 1e3,
+            gadget_s / native_s
+        );
+    }
 }
