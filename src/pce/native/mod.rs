@@ -7,9 +7,11 @@
 //!
 //! Pieces: [`bits`] (bellpepper's `Boolean` and bellperson's `UInt32`: which operations
 //! allocate, in which order), [`num`] (`AllocatedNum` and its bits), [`sha256`] (bellperson's
-//! SHA-256 gadget), [`poseidon`] (neptune's Poseidon circuit as filecoin-hashers calls it).
+//! SHA-256 gadget), [`poseidon`] (neptune's Poseidon circuit as filecoin-hashers calls it),
+//! [`insertion`] (storage-proofs' insertion of a node among its siblings).
 
 pub mod bits;
+pub mod insertion;
 pub mod num;
 pub mod poseidon;
 pub mod sha256;
