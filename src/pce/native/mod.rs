@@ -8,9 +8,11 @@
 //! Pieces: [`bits`] (bellpepper's `Boolean` and bellperson's `UInt32`: which operations
 //! allocate, in which order), [`num`] (`AllocatedNum` and its bits), [`sha256`] (bellperson's
 //! SHA-256 gadget), [`poseidon`] (neptune's Poseidon circuit as filecoin-hashers calls it),
-//! [`insertion`] (storage-proofs' insertion of a node among its siblings).
+//! [`insertion`] (storage-proofs' insertion of a node among its siblings), [`hashers`]
+//! (filecoin-hashers' SHA-256 node hashes).
 
 pub mod bits;
+pub mod hashers;
 pub mod insertion;
 pub mod num;
 pub mod poseidon;
