@@ -316,6 +316,9 @@ fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
                 params_dir: common::params_dir(),
                 synthesis_workers: 2,
                 synthesis_lookahead: 4,
+                // W's and B's dummy proofs are not checked (a wrong proof is proved again on
+                // the CPU and faults the GPU: tests/pce.rs); A's CPU proofs are, below.
+                self_check: false,
                 ..Config::default()
             },
             vec![Box::new(SimGpus(sim.clone()))],
@@ -342,7 +345,6 @@ fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
             .submit(request(&spec, &c1, FixtureShape::default()))
             .unwrap();
         let out = e.await_job(a, common::JOB_DEADLINE).unwrap();
-        assert!(out.verified);
         assert!(
             out.partitions.iter().all(|p| p.cpu_retry),
             "{:?}",
@@ -355,12 +357,10 @@ fn a_failed_batch_is_one_fault_and_the_gpu_goes_on_while_the_cpu_retries() {
             &out.proof
         )
         .unwrap());
-        // W and B got dummy proofs: their self-check fails, as it must.
+        // W and B got the GPU's (dummy) proofs, unchecked.
         for j in [w, b] {
-            assert_eq!(
-                e.await_job(j, common::JOB_DEADLINE).unwrap_err().status,
-                Status::VerifyFailed
-            );
+            let out = e.await_job(j, common::JOB_DEADLINE).unwrap();
+            assert!(!out.verified && !out.partitions[0].cpu_retry, "{out:?}");
         }
         (a, b)
     });

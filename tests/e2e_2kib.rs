@@ -309,8 +309,10 @@ impl cuzk::prover::ProverBackend for Corrupting {
     }
 }
 
+/// The self-check catches the wrong proof; the partition is then synthesized in full and proved
+/// again by the CPU (issue 26 item 1), and the job returns a proof that verifies.
 #[test]
-fn self_check_catches_a_wrong_proof() {
+fn self_check_catches_a_wrong_proof_and_the_cpu_proves_it_again() {
     let (spec, _, c1) = common::fixture(FixtureShape::default());
     let e = Engine::start_with_backends(
         Config {
@@ -320,10 +322,17 @@ fn self_check_catches_a_wrong_proof() {
         vec![Box::new(Corrupting)],
     )
     .unwrap();
-    let err = e
-        .prove(req(&c1, spec.sector_id, spec.prover_id()))
-        .unwrap_err();
-    assert_eq!(err.status, Status::VerifyFailed, "{err}");
-    assert_eq!(e.status().devices[0].name, "corrupting");
-    assert_eq!(e.status().failed, 1);
+    let out = e.prove(req(&c1, spec.sector_id, spec.prover_id())).unwrap();
+    assert!(out.verified && out.partitions[0].cpu_retry, "{out:?}");
+    assert!(
+        cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &out.proof)
+            .unwrap()
+    );
+    let st = e.status();
+    assert_eq!(st.devices[0].name, "corrupting");
+    assert_eq!(
+        (st.bad_proofs, st.failed, st.completed),
+        (1, 0, 1),
+        "{st:?}"
+    );
 }
