@@ -9,11 +9,12 @@
 //! allocate, in which order), [`num`] (`AllocatedNum` and its bits), [`sha256`] (bellperson's
 //! SHA-256 gadget), [`poseidon`] (neptune's Poseidon circuit as filecoin-hashers calls it),
 //! [`insertion`] (storage-proofs' insertion of a node among its siblings), [`hashers`]
-//! (filecoin-hashers' SHA-256 node hashes).
+//! (filecoin-hashers' SHA-256 node hashes), [`label`] (the labelling circuit).
 
 pub mod bits;
 pub mod hashers;
 pub mod insertion;
+pub mod label;
 pub mod num;
 pub mod poseidon;
 pub mod sha256;
