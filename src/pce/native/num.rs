@@ -16,6 +16,12 @@ pub fn alloc_num(w: &mut Witness, v: Fr) -> Fr {
     v
 }
 
+/// `gadgets::encode::encode` (`constraint::add`): key + value, allocated.
+#[inline]
+pub fn encode(w: &mut Witness, key: Fr, value: Fr) -> Fr {
+    alloc_num(w, key + value)
+}
+
 /// `AllocatedNum::to_bits_le` (`field_into_allocated_bits_le`): the 255 bits of `v`, least
 /// significant first, each allocated in that order.
 pub fn to_bits_le(w: &mut Witness, v: &Fr) -> Vec<Bit> {

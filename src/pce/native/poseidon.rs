@@ -25,12 +25,12 @@ pub struct Constants {
     sparse: Vec<(&'static [Fr], &'static [Fr])>,
 }
 
-impl Constants {
-    /// The constants filecoin-hashers hashes arity `A` with.
-    pub fn of<A: PoseidonArity + 'static>() -> Constants {
-        let c = A::PARAMETERS();
+/// [`Constants`] borrowed from a `&'static` neptune `PoseidonConstants` of arity `$arity`.
+macro_rules! borrow_constants {
+    ($c:expr, $arity:expr) => {{
+        let c = $c;
         Constants {
-            width: A::to_usize() + 1,
+            width: $arity + 1,
             full_rounds: c.full_rounds,
             half_full_rounds: c.half_full_rounds,
             partial_rounds: c.partial_rounds,
@@ -44,6 +44,18 @@ impl Constants {
                 .map(|s| (&s.w_hat[..], &s.v_rest[..]))
                 .collect(),
         }
+    }};
+}
+
+impl Constants {
+    /// The constants filecoin-hashers hashes arity `A` with.
+    pub fn of<A: PoseidonArity + 'static>() -> Constants {
+        borrow_constants!(A::PARAMETERS(), A::to_usize())
+    }
+
+    /// Arity 11: a column of the 11 layers' labels (`stacked::circuit::hash_single_column`).
+    pub fn column() -> Constants {
+        borrow_constants!(&*filecoin_hashers::POSEIDON_CONSTANTS_11, 11)
     }
 }
 
@@ -293,6 +305,31 @@ mod tests {
                 .unwrap();
         assert_eq!(w.n_aux(), want.n_aux(), "arity {arity}: aux count");
         assert!(w == want, "arity {arity}: the witness differs");
+    }
+
+    /// Arity 11 (a column): the same permutation code with the column's constants. Its hash
+    /// is checked against storage-proofs' column hash outside the circuit, and its count of
+    /// allocations against the rounds' (the gadget itself is not reachable for arity 11 from
+    /// here: its arity type is not exported).
+    #[test]
+    fn a_column_hashes_as_storage_proofs_hashes_it() {
+        use filecoin_hashers::poseidon::{PoseidonDomain, PoseidonHasher};
+        use storage_proofs_porep::stacked::Column;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let rows: Vec<Fr> = (0..11).map(|_| Fr::random(&mut rng)).collect();
+        let c = Constants::column();
+        let mut w = Witness::with_inputs(vec![Fr::ONE], 0);
+        let h = hash(&mut w, &c, &rows);
+        let col = Column::<PoseidonHasher>::new(
+            0,
+            rows.iter().map(|&r| PoseidonDomain::from(r)).collect(),
+        )
+        .unwrap();
+        assert_eq!(h, col.hash());
+        // First round: 3 per preimage element (the tag is a constant); other full rounds: 4
+        // per element (the input allocated first); partial rounds: 4; the result: 1.
+        let (full, partial) = (c.full_rounds, c.partial_rounds);
+        assert_eq!(w.n_aux(), 11 * 3 + (full - 1) * 12 * 4 + partial * 4 + 1);
     }
 
     /// Element for element the witness of filecoin-hashers' Poseidon circuit, arities 2, 4
