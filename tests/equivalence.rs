@@ -167,5 +167,6 @@ fn wrong_parameters_are_an_error_not_a_panic() {
     let e = CpuProver
         .prove_with_params(asg, &params, Fr::ONE, Fr::ONE, &mut StageTimes::default())
         .unwrap_err();
-    assert_eq!(e.status, cuzk::Status::Proving, "{e}");
+    // The input's shape, not a device's fault (issue 26 item 3).
+    assert_eq!(e.status, cuzk::Status::InvalidInput, "{e}");
 }
