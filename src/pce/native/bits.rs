@@ -109,6 +109,19 @@ pub fn maj(w: &mut Witness, a: Bit, b: Bit, c: Bit) -> Bit {
     }
 }
 
+/// `util::reverse_bit_numbering` (also how filecoin-hashers turns a number's little-endian bits
+/// into the bytes SHA-256 reads): padded to whole bytes, each byte's bits reversed.
+pub fn reverse_bit_numbering(bits: &[Bit]) -> Vec<Bit> {
+    let mut padded = bits.to_vec();
+    while padded.len() % 8 != 0 {
+        padded.push(Bit::Const(false));
+    }
+    padded
+        .chunks(8)
+        .flat_map(|c| c.iter().rev().copied())
+        .collect()
+}
+
 /// A `UInt32`: 32 bits, least significant first, and the word they make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct U32 {

@@ -5,24 +5,15 @@
 use blstrs::Scalar as Fr;
 use ff::Field;
 
-use super::{bits::Bit, num, sha256::sha256};
+use super::{
+    bits::{reverse_bit_numbering, Bit},
+    num,
+    sha256::sha256,
+};
 use crate::pce::Witness;
 
 /// `Fr::CAPACITY`: the bits a packed number holds.
 const CAPACITY: usize = 254;
-
-/// Little-endian bits padded to whole bytes, each byte's bits reversed (the order SHA-256
-/// reads a number's bytes in).
-fn bytes_of(bits_le: &[Bit]) -> Vec<Bit> {
-    let mut padded = bits_le.to_vec();
-    while padded.len() % 8 != 0 {
-        padded.push(Bit::Const(false));
-    }
-    padded
-        .chunks_exact(8)
-        .flat_map(|c| c.iter().rev().copied())
-        .collect()
-}
 
 /// `multipack::pack_bits`: the first 254 bits as one number, allocated.
 pub fn pack_bits(w: &mut Witness, bits: &[Bit]) -> Fr {
@@ -39,13 +30,8 @@ pub fn pack_bits(w: &mut Witness, bits: &[Bit]) -> Fr {
 
 /// `Sha256Function::hash_circuit`.
 pub fn sha256_hash_circuit(w: &mut Witness, bits: &[Bit]) -> Fr {
-    let be = sha256(w, bits);
-    let le: Vec<Bit> = be
-        .chunks(8)
-        .flat_map(|c| c.iter().rev().copied())
-        .take(CAPACITY)
-        .collect();
-    pack_bits(w, &le)
+    let le = reverse_bit_numbering(&sha256(w, bits));
+    pack_bits(w, &le[..CAPACITY])
 }
 
 /// `Sha256Function::hash_multi_leaf_circuit` (and, with two leaves, `hash2_circuit`): each
@@ -53,15 +39,15 @@ pub fn sha256_hash_circuit(w: &mut Witness, bits: &[Bit]) -> Fr {
 pub fn sha256_multi_leaf(w: &mut Witness, leaves: &[Fr]) -> Fr {
     let mut bits = Vec::with_capacity(leaves.len() * 256);
     for leaf in leaves {
-        bits.extend(bytes_of(&num::to_bits_le(w, leaf)));
+        bits.extend(reverse_bit_numbering(&num::to_bits_le(w, leaf)));
     }
     sha256_hash_circuit(w, &bits)
 }
 
 /// `Sha256Function::hash_leaf_bits_circuit`: two bit strings hashed as bytes.
 pub fn sha256_leaf_bits(w: &mut Witness, left: &[Bit], right: &[Bit]) -> Fr {
-    let mut pre = bytes_of(left);
-    pre.extend(bytes_of(right));
+    let mut pre = reverse_bit_numbering(left);
+    pre.extend(reverse_bit_numbering(right));
     sha256_hash_circuit(w, &pre)
 }
 

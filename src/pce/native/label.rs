@@ -5,7 +5,7 @@
 use blstrs::Scalar as Fr;
 
 use super::{
-    bits::{alloc, Bit, U32},
+    bits::{alloc, reverse_bit_numbering, Bit, U32},
     hashers::pack_bits,
     sha256::sha256,
 };
@@ -13,18 +13,6 @@ use crate::pce::Witness;
 
 /// Parents a label hashes (`stacked::vanilla::TOTAL_PARENTS`).
 pub const TOTAL_PARENTS: usize = 37;
-
-/// `util::reverse_bit_numbering`: padded to whole bytes, each byte's bits reversed.
-pub fn reverse_bit_numbering(bits: &[Bit]) -> Vec<Bit> {
-    let mut padded = bits.to_vec();
-    while padded.len() % 8 != 0 {
-        padded.push(Bit::Const(false));
-    }
-    padded
-        .chunks(8)
-        .flat_map(|c| c.iter().rev().copied())
-        .collect()
-}
 
 /// `UInt64::alloc`: 64 allocated bits, least significant first.
 pub fn alloc_u64(w: &mut Witness, v: u64) -> [Bit; 64] {
