@@ -2,6 +2,7 @@
 //! public inputs and the Groth16 parameter file each circuit needs.
 
 pub mod input;
+mod native;
 pub mod verify;
 
 use std::sync::{atomic::AtomicBool, Arc};
@@ -201,6 +202,23 @@ pub trait SealCircuits: Send + Sync {
         aux_hint: Option<usize>,
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<Witness>;
+    /// Partition `k`'s witness from the native generator (`crate::pce::native`): the one
+    /// [`Self::synthesize_witness`] gives, at a fraction of its CPU. UNSUPPORTED where the
+    /// generator does not follow this circuit (fall back to witness synthesis); INTERNAL where
+    /// its result would not satisfy the circuit; CANCELLED soon after `abort` turns true.
+    fn native_witness(
+        &self,
+        k: usize,
+        aux_hint: Option<usize>,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<Witness> {
+        let p = self.native_partition(k)?;
+        catch("native witness", Status::Internal, || {
+            crate::pce::native::stacked::witness(&p, aux_hint, abort.as_deref())
+        })
+    }
+    /// Partition `k`'s values as the native generator takes them.
+    fn native_partition(&self, k: usize) -> Result<crate::pce::native::stacked::Partition>;
     /// Public inputs of partition `k`, derived from the job's prover id and sector id.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Reference assignment of partition `k` from bellperson's own `MetricCS` (constraints) and
@@ -281,6 +299,26 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
             WitnessTarget::synthesize(circuit, aux_hint, abort).map_err(|e| {
                 Error::proving(format!("witness synthesis of partition {k} failed: {e}"))
             })
+        })
+    }
+
+    fn native_partition(&self, k: usize) -> Result<crate::pce::native::stacked::Partition> {
+        let proofs = self
+            .proofs
+            .get(k)
+            .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))?;
+        let tau = self
+            .pub_inputs
+            .tau
+            .as_ref()
+            .ok_or_else(|| Error::internal("public inputs without comm_d and comm_r"))?;
+        catch("reading the vanilla proofs", Status::Internal, || {
+            native::partition(
+                self.pub_inputs.replica_id.into(),
+                tau.comm_d.into(),
+                tau.comm_r.into(),
+                proofs,
+            )
         })
     }
 

@@ -9,7 +9,8 @@
 //! allocate, in which order), [`num`] (`AllocatedNum` and its bits), [`sha256`] (bellperson's
 //! SHA-256 gadget), [`poseidon`] (neptune's Poseidon circuit as filecoin-hashers calls it),
 //! [`insertion`] (storage-proofs' insertion of a node among its siblings), [`hashers`]
-//! (filecoin-hashers' SHA-256 node hashes), [`label`] (the labelling circuit).
+//! (filecoin-hashers' SHA-256 node hashes), [`label`] (the labelling circuit), and [`stacked`]
+//! (the PoRep circuit they make, a partition at a time).
 
 pub mod bits;
 pub mod hashers;
@@ -18,3 +19,4 @@ pub mod label;
 pub mod num;
 pub mod poseidon;
 pub mod sha256;
+pub mod stacked;
