@@ -83,6 +83,11 @@ type EngineStatus struct {
 	PCERejectedFiles uint64   `json:"pce_rejected_files"`
 	PCEDistrusted    uint64   `json:"pce_distrusted"`
 	PCEFallbacks     uint64   `json:"pce_fallbacks"`
+	// Native witness generation: witnesses it made, partitions that fell back to witness
+	// synthesis, circuits it was distrusted for.
+	NativeWitnesses  uint64   `json:"native_witnesses"`
+	NativeFallbacks  uint64   `json:"native_fallbacks"`
+	NativeDistrusted uint64   `json:"native_distrusted"`
 	Devices          []Device `json:"devices"`
 }
 

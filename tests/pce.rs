@@ -10,6 +10,9 @@
 //! * Where every prover computes a, b and c itself (cuzk's GPU prover), partitions go to it as
 //!   witnesses; one it fails on is proved on the CPU from the assignment computed then, and a
 //!   row it finds unsatisfied gives the recording up there.
+//! * By default the witnesses are made by the native generator (issue 25), on the host path and
+//!   to witness provers alike; a wrong recording under native witnesses is blamed on the
+//!   recording (the generator's witness is witness synthesis's), not on the generator.
 
 mod common;
 
@@ -198,12 +201,23 @@ fn engine_with(
     fallback: Box<dyn ProverBackend>,
     self_check: bool,
 ) -> (Arc<Engine>, Notes) {
+    engine_mode(dir, prover, fallback, self_check, Some(SynthesisMode::Pce))
+}
+
+/// [`engine_with`] in synthesis mode `mode` (None: the default).
+fn engine_mode(
+    dir: &std::path::Path,
+    prover: Box<dyn ProverBackend>,
+    fallback: Box<dyn ProverBackend>,
+    self_check: bool,
+    mode: Option<SynthesisMode>,
+) -> (Arc<Engine>, Notes) {
     let e = Arc::new(
         Engine::start_with_fallback(
             Config {
                 params_dir: common::params_dir(),
                 pce_dir: dir.to_path_buf(),
-                synthesis: Some(SynthesisMode::Pce),
+                synthesis: mode,
                 self_check,
                 synthesis_workers: 2,
                 ..Config::default()
@@ -676,4 +690,124 @@ fn wrong_recording(dir: &std::path::Path) -> std::path::PathBuf {
     let path = file::path(dir, &rec.id);
     file::save(&rec, &path).unwrap();
     path
+}
+
+/// The default configuration makes witnesses natively: proved on the CPU (SYNTH_END `native`)
+/// the proof verifies; a prover that takes witnesses gets the native one (`native;witness`).
+#[test]
+fn native_witnesses_are_the_default_and_their_proofs_verify() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(1200, "native witnesses", move || {
+        let (e, notes) = engine_mode(&d, Box::new(CpuProver), Box::new(CpuProver), true, None);
+        assert_eq!(e.config().synthesis_mode(), SynthesisMode::Native);
+        let (out, note, st) = one_job_after_preload(&e, &notes, &req);
+        let out = out.unwrap();
+        assert_eq!(note, "native");
+        assert!(out.verified, "{out:?}");
+        assert!(verifies_2kib(&out.proof), "the .vk rejects the proof");
+        assert_eq!(
+            (
+                st.native_witnesses,
+                st.native_fallbacks,
+                st.native_distrusted
+            ),
+            (1, 0, 0),
+            "{st:?}"
+        );
+        assert!(
+            st.prometheus()
+                .contains("cuzk_native_witness_total{event=\"made\"} 1"),
+            "{}",
+            st.prometheus()
+        );
+        e.shutdown().unwrap();
+
+        let gpu = WitnessTaker::new(None);
+        let (seen, asgs) = (gpu.seen.clone(), gpu.assignments.clone());
+        let (e, notes) = engine_mode(
+            &d,
+            Box::new(gpu),
+            Box::new(Stub::default()),
+            false,
+            Some(SynthesisMode::Native),
+        );
+        let (out, note, st) = one_job_after_preload(&e, &notes, &req);
+        out.unwrap();
+        assert_eq!(note, "native;witness");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        let (n_aux, others, covered) = seen[0];
+        assert!(covered && others > 0 && others < n_aux / 50, "{seen:?}");
+        assert_eq!(asgs.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(
+            (st.native_witnesses, st.native_distrusted),
+            (1, 0),
+            "{st:?}"
+        );
+        e.shutdown().unwrap();
+    });
+}
+
+/// A wrong recording under native witnesses: the native witness fails the row check, is made
+/// again by witness synthesis, the two agree, so the recording is at fault (given up, the
+/// partition synthesized in full) and the generator stays in use. On the host path, and where
+/// a witness prover found the row (its partition then goes to the CPU).
+#[test]
+fn a_wrong_recording_under_native_witnesses_is_the_recordings_fault() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(
+        1200,
+        "a wrong recording under native witnesses",
+        move || {
+            for gpu in [false, true] {
+                let path = wrong_recording(&d);
+                let (e, notes) = if gpu {
+                    engine_mode(
+                        &d,
+                        Box::new(WitnessTaker::new(Some(Status::Internal))),
+                        Box::new(CpuProver),
+                        true,
+                        Some(SynthesisMode::Native),
+                    )
+                } else {
+                    engine_mode(
+                        &d,
+                        Box::new(CpuProver),
+                        Box::new(CpuProver),
+                        true,
+                        Some(SynthesisMode::Native),
+                    )
+                };
+                let (out, note, st) = one_job_after_preload(&e, &notes, &req);
+                let out = out.unwrap();
+                assert_eq!(
+                    note,
+                    if gpu {
+                        "native;witness"
+                    } else {
+                        "full;pce-rejected"
+                    }
+                );
+                assert!(out.verified, "gpu {gpu}: {out:?}");
+                assert!(
+                    verifies_2kib(&out.proof),
+                    "gpu {gpu}: the .vk rejects the proof"
+                );
+                assert_eq!(
+                    (st.pce_distrusted, st.pce_fallbacks, st.native_distrusted),
+                    (1, 1, 0),
+                    "gpu {gpu}: {st:?}"
+                );
+                assert!(
+                    !path.exists(),
+                    "gpu {gpu}: the wrong recording's file is still there"
+                );
+                e.shutdown().unwrap();
+            }
+        },
+    );
 }

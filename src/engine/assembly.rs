@@ -185,7 +185,8 @@ fn prove_again(inner: &Inner, job: &Arc<Job>, proofs: Vec<Proof<Bls12>>, bad: &[
         st.remaining = bad.len();
         for &k in bad {
             st.again[k] = Some(CheckAgain {
-                under_recording: st.paths[k].starts_with("pce"),
+                under_recording: st.paths[k].starts_with("pce")
+                    || st.paths[k].starts_with("native"),
             });
         }
         st.reports.clone()

@@ -10,7 +10,7 @@
 //! | `CUZK_SYNTHESIS_NICE` | [`Config::synthesis_nice`] |
 //! | `CUZK_JOB_RETENTION_S` | [`Config::job_retention`] |
 //! | `CUZK_DEVICE_COOLDOWN_S` | [`Config::device_cooldown`] |
-//! | `CUZK_SYNTHESIS` | [`Config::synthesis`] (`full`, `pce` or `pce-host`) |
+//! | `CUZK_SYNTHESIS` | [`Config::synthesis`] (`native`, `pce`, `pce-host` or `full`) |
 //! | `CUZK_PCE_DIR` | [`Config::pce_dir`] |
 //! | `CUZK_GPU_PARAMS` | [`Config::gpu_params`] (`auto`, `resident` or `streamed`) |
 //! | `CUZK_GPU_MEM_LIMIT` | [`Config::gpu_mem_limit`] (bytes, or with `KiB`, `MiB`, `GiB`) |
@@ -56,12 +56,22 @@ pub enum SynthesisMode {
     Pce,
     /// Pre-compiled, the sparse product always on the host (to compare the two).
     PceHost,
+    /// Pre-compiled as [`SynthesisMode::Pce`], each partition's witness made by the native
+    /// generator (`crate::pce::native`: the same witness at ~2% of witness synthesis's CPU)
+    /// where it supports the circuit and has not been distrusted for it, else by witness
+    /// synthesis. The default.
+    Native,
 }
 
 impl SynthesisMode {
     /// Whether partitions go through the circuit's recording.
     pub fn pre_compiled(self) -> bool {
         self != SynthesisMode::Full
+    }
+
+    /// Whether the sparse product may run in the prover (where every prover computes it).
+    pub fn product_in_prover(self) -> bool {
+        matches!(self, SynthesisMode::Pce | SynthesisMode::Native)
     }
 }
 
@@ -114,7 +124,8 @@ pub struct Config {
     /// and, if the probe passes, put back (doubling after each failed probe, up to 30 min).
     /// Zero: `CUZK_DEVICE_COOLDOWN_S`, else 60 s.
     pub device_cooldown: Duration,
-    /// Synthesis path. None: `CUZK_SYNTHESIS` (`full`, `pce` or `pce-host`), else pre-compiled.
+    /// Synthesis path. None: `CUZK_SYNTHESIS` (`native`, `pce`, `pce-host` or `full`), else
+    /// native.
     pub synthesis: Option<SynthesisMode>,
     /// Directory of the circuits' recordings (`*.cuzk-pce`). Empty: `CUZK_PCE_DIR`, else the
     /// parameter directory.
@@ -304,6 +315,7 @@ impl Config {
             self.synthesis = Some(env_choice(
                 "CUZK_SYNTHESIS",
                 &[
+                    ("native", SynthesisMode::Native),
                     ("pce", SynthesisMode::Pce),
                     ("pce-host", SynthesisMode::PceHost),
                     ("full", SynthesisMode::Full),
@@ -406,7 +418,7 @@ impl Config {
 
     /// The synthesis path (of a resolved configuration).
     pub fn synthesis_mode(&self) -> SynthesisMode {
-        self.synthesis.unwrap_or(SynthesisMode::Pce)
+        self.synthesis.unwrap_or(SynthesisMode::Native)
     }
 }
 

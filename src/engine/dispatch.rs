@@ -415,10 +415,12 @@ fn prove_works(
     let mut asg_idx = Vec::new();
     for (i, w) in works.iter().enumerate() {
         match w {
-            Some(Work::Witness(h, _)) => match groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, h)) {
-                Some((_, idx)) => idx.push(i),
-                None => groups.push((h.clone(), vec![i])),
-            },
+            Some(Work::Witness(h, ..)) => {
+                match groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, h)) {
+                    Some((_, idx)) => idx.push(i),
+                    None => groups.push((h.clone(), vec![i])),
+                }
+            }
             _ => asg_idx.push(i),
         }
     }
@@ -435,7 +437,7 @@ fn prove_works(
         let ws: Vec<_> = idx
             .iter()
             .map(|&i| match &works[i] {
-                Some(Work::Witness(_, w)) => w.classed(),
+                Some(Work::Witness(_, w, _)) => w.classed(),
                 _ => unreachable!("grouped by witness"),
             })
             .collect();
@@ -594,9 +596,9 @@ fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
     let assignment = match work {
         Work::Assignment(a) => a,
         // The CPU prover takes the assignment: computed here from the witness.
-        Work::Witness(held, w) => {
+        Work::Witness(held, w, maker) => {
             let circuits = job.circuits()?;
-            synth::host_assignment(inner, &circuits, &srs, &job, k, held, w)?.0
+            synth::host_assignment(inner, &circuits, &srs, &job, k, held, w, maker)?.0
         }
     };
     if job.stopped() {

@@ -36,8 +36,17 @@ pub(super) enum Work {
     /// a, b, c and the assignment, computed on the host.
     Assignment(ProvingAssignment),
     /// The witness under the circuit's recording, for provers that compute a, b and c
-    /// themselves (`ProverBackend::proves_witness`).
-    Witness(Arc<pce::Held>, pce::Witness),
+    /// themselves (`ProverBackend::proves_witness`), and what made it.
+    Witness(Arc<pce::Held>, pce::Witness, Maker),
+}
+
+/// What made a partition's witness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Maker {
+    /// Witness synthesis (the circuit's code, its alloc closures only).
+    Synthesis,
+    /// The native generator (`crate::pce::native`).
+    Native,
 }
 
 /// A synthesized partition waiting for a prover; holds its reserved memory.

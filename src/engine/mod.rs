@@ -106,6 +106,9 @@ struct Inner {
     fallback: Box<dyn ProverBackend>,
     /// Checked parameter instances (`Srs::generation`) every backend has prepared.
     prepared: Mutex<HashSet<u64>>,
+    /// Circuits whose witnesses the native generator does not make (it does not support
+    /// them, or it was distrusted for them), and why.
+    native_off: Mutex<HashMap<String, String>>,
     /// Parameter ids of the proof types admission was asked about (proof, fixture shape).
     params_ids: Mutex<HashMap<(u32, usize, usize), String>>,
     devices: Mutex<Vec<DeviceStatus>>,
@@ -145,6 +148,37 @@ impl Inner {
         self.pce.distrust(id, why);
         for b in self.backends.iter().chain(std::iter::once(&self.fallback)) {
             b.forget_recording(id);
+        }
+    }
+
+    /// Whether the native generator makes circuit `id`'s witnesses.
+    fn native_on(&self, id: &str) -> bool {
+        self.cfg.synthesis_mode() == SynthesisMode::Native
+            && !self.native_off.lock().contains_key(id)
+    }
+
+    /// Stops making circuit `id`'s witnesses natively until restart (witness synthesis
+    /// instead), logged once: `unsupported`, a warning (the generator does not follow this
+    /// circuit); else an error and a count (it made a witness it must not have).
+    fn native_off(&self, id: &str, why: &str, unsupported: bool) {
+        let mut off = self.native_off.lock();
+        if off.contains_key(id) {
+            return;
+        }
+        off.insert(id.to_string(), why.to_string());
+        drop(off);
+        if unsupported {
+            log::warn!(
+                "circuit {id}: its witnesses are made by witness synthesis, not natively: {why}"
+            );
+        } else {
+            self.counters
+                .native_distrusted
+                .fetch_add(1, Ordering::Relaxed);
+            log::error!(
+                "circuit {id}: the native witness generator is distrusted for it until restart \
+                 ({why}); witness synthesis instead"
+            );
         }
     }
 
@@ -248,6 +282,7 @@ impl Engine {
             slot_base,
             fallback,
             prepared: Mutex::new(HashSet::new()),
+            native_off: Mutex::new(HashMap::new()),
             params_ids: Mutex::new(HashMap::new()),
             probes: Mutex::new(vec![Probe::default(); devices.len()]),
             devices: Mutex::new(devices),

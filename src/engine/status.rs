@@ -17,6 +17,12 @@ pub(super) struct Counters {
     pub(super) pce_fallbacks: AtomicU64,
     /// Partitions whose proof failed the self-check (proved again on the CPU).
     pub(super) bad_proofs: AtomicU64,
+    /// Witnesses the native generator made; partitions whose witness it did not make where
+    /// the configuration asked it to (witness synthesis instead); circuits it was distrusted
+    /// for.
+    pub(super) native_witnesses: AtomicU64,
+    pub(super) native_fallbacks: AtomicU64,
+    pub(super) native_distrusted: AtomicU64,
 }
 
 /// A snapshot of the engine's state.
@@ -70,6 +76,13 @@ pub struct EngineStatus {
     pub pce_distrusted: u64,
     /// Partitions synthesized in full after their recording gave a wrong assignment.
     pub pce_fallbacks: u64,
+    /// Witnesses made by the native generator; partitions whose witness it was asked for and
+    /// did not make (an unsupported circuit, a refused or distrusted result: witness
+    /// synthesis instead); circuits it was distrusted for (its witness failed the
+    /// recording's row check where witness synthesis's passed).
+    pub native_witnesses: u64,
+    pub native_fallbacks: u64,
+    pub native_distrusted: u64,
     pub devices: Vec<DeviceStatus>,
 }
 
@@ -148,6 +161,16 @@ impl EngineStatus {
                 ("{event=\"rejected_file\"}".into(), self.pce_rejected_files as f64),
                 ("{event=\"distrusted\"}".into(), self.pce_distrusted as f64),
                 ("{event=\"fallback\"}".into(), self.pce_fallbacks as f64),
+            ],
+        );
+        metric(
+            "cuzk_native_witness_total",
+            "counter",
+            "Witnesses made by the native generator, partitions that fell back to witness synthesis, circuits it was distrusted for.",
+            &[
+                ("{event=\"made\"}".into(), self.native_witnesses as f64),
+                ("{event=\"fallback\"}".into(), self.native_fallbacks as f64),
+                ("{event=\"distrusted\"}".into(), self.native_distrusted as f64),
             ],
         );
         metric(
@@ -308,6 +331,9 @@ impl Engine {
             pce_rejected_files: pce.rejected_files,
             pce_distrusted: pce.distrusted,
             pce_fallbacks: i.counters.pce_fallbacks.load(Ordering::Relaxed),
+            native_witnesses: i.counters.native_witnesses.load(Ordering::Relaxed),
+            native_fallbacks: i.counters.native_fallbacks.load(Ordering::Relaxed),
+            native_distrusted: i.counters.native_distrusted.load(Ordering::Relaxed),
             resident_params: i.srs.resident(),
             devices,
         }

@@ -11,10 +11,9 @@ use blstrs::Scalar as Fr;
 use ff::Field;
 use rand::rngs::OsRng;
 
-use super::SynthesisMode;
 use super::{
     finish::finish,
-    handoff::{push_retry, ProveItem, RetryItem, SynthItem, Work},
+    handoff::{push_retry, Maker, ProveItem, RetryItem, SynthItem, Work},
     jobs::{ms, Job},
     queue::Key,
     Inner,
@@ -54,7 +53,7 @@ fn cpu_proves(inner: &Inner) -> bool {
 
 /// The host path of a partition synthesized under a recording of `rows` constraints.
 fn pce_path(inner: &Inner, rows: usize) -> HostPath {
-    if inner.cfg.synthesis_mode() == SynthesisMode::Pce
+    if inner.cfg.synthesis_mode().product_in_prover()
         && inner.backends.iter().all(|b| b.proves_witness())
     {
         HostPath::Witness
@@ -94,11 +93,69 @@ pub(super) fn load_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, sr
     );
 }
 
+/// Partition `k`'s witness under the recording `held`: made by the native generator where
+/// the configuration asks for it and the generator has not been turned off for the circuit,
+/// else (and where it refuses: an unsupported circuit, a result that would not satisfy the
+/// circuit) by witness synthesis.
+fn witness(
+    inner: &Inner,
+    circuits: &Arc<dyn SealCircuits>,
+    job: &Job,
+    k: usize,
+    held: &pce::Held,
+) -> Result<(pce::Witness, Maker)> {
+    let id = circuits.params_id();
+    let aux = Some(held.rec.aux);
+    if inner.native_on(id) {
+        let made = circuits
+            .native_witness(k, aux, Some(job.stop.clone()))
+            .and_then(|w| {
+                if (w.inputs.len(), w.n_aux()) == (held.rec.inputs, held.rec.aux) {
+                    Ok(w)
+                } else {
+                    Err(Error::internal(format!(
+                        "{} inputs and {} aux values, the recording has {} and {}",
+                        w.inputs.len(),
+                        w.n_aux(),
+                        held.rec.inputs,
+                        held.rec.aux
+                    )))
+                }
+            });
+        match made {
+            Ok(w) => {
+                inner
+                    .counters
+                    .native_witnesses
+                    .fetch_add(1, Ordering::Relaxed);
+                return Ok((w, Maker::Native));
+            }
+            Err(e) if e.status == Status::Cancelled => return Err(e),
+            Err(e) => {
+                inner
+                    .counters
+                    .native_fallbacks
+                    .fetch_add(1, Ordering::Relaxed);
+                inner.native_off(
+                    id,
+                    &format!("partition {k} of job {}: {}", job.id, e.message),
+                    e.status == Status::Unsupported,
+                );
+            }
+        }
+    }
+    circuits
+        .synthesize_witness(k, aux, Some(job.stop.clone()))
+        .map(|w| (w, Maker::Synthesis))
+}
+
 /// Synthesizes partition `k`: through the circuit's recording where it is ready (starting one
 /// where it is not), else in full. Where every prover computes a, b and c itself, the witness
 /// goes to them as it is; else the assignment is computed here. A recording that gives a wrong
 /// assignment is given up and the partition synthesized in full. Returns the work for the
-/// prover and the path's name.
+/// prover and the path's name (the SYNTH_END note): `native;witness`, `native` (the native
+/// witness, its product in the prover or on the host), `pce;witness`, `pce` (witness
+/// synthesis's), `full`, or a fallback's name.
 fn synthesize_partition(
     inner: &Inner,
     circuits: &Arc<dyn SealCircuits>,
@@ -124,17 +181,25 @@ fn synthesize_partition(
         }
         return full();
     };
-    let w = circuits.synthesize_witness(k, Some(held.rec.aux), Some(job.stop.clone()))?;
+    let (w, maker) = witness(inner, circuits, job, k, &held)?;
     if plan.path == HostPath::Witness {
-        return Ok((Work::Witness(held, w), "pce;witness"));
+        let path = match maker {
+            Maker::Native => "native;witness",
+            Maker::Synthesis => "pce;witness",
+        };
+        return Ok((Work::Witness(held, w, maker), path));
     }
-    host_assignment(inner, circuits, srs, job, k, held, w)
+    host_assignment(inner, circuits, srs, job, k, held, w, maker)
         .map(|(a, path)| (Work::Assignment(a), path))
 }
 
-/// The assignment of partition `k` from its witness under the recording `held`, computed on
-/// this thread; a recording that gives a wrong one is given up (its file removed) and the
-/// partition synthesized in full.
+/// The assignment of partition `k` from its witness (made by `maker`) under the recording
+/// `held`, computed on this thread. A witness that fails the recording's row check:
+/// - made natively, is made again by witness synthesis; where the two differ the native
+///   generator is at fault (turned off for the circuit) and witness synthesis's is used;
+/// - else (or where the two agree) the recording is at fault: it is given up (its file
+///   removed) and the partition synthesized in full.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn host_assignment(
     inner: &Inner,
     circuits: &Arc<dyn SealCircuits>,
@@ -143,21 +208,56 @@ pub(super) fn host_assignment(
     k: usize,
     held: Arc<pce::Held>,
     w: pce::Witness,
+    maker: Maker,
 ) -> Result<(ProvingAssignment, &'static str)> {
-    match pce::assignment(&held.rec, w, Some(srs.size)) {
-        Ok(a) => Ok((a, "pce")),
-        Err(e) => {
-            drop(held);
-            inner.distrust_recording(
+    let mut e = match pce::assignment(&held.rec, w, Some(srs.size)) {
+        Ok(a) => {
+            return Ok((
+                a,
+                match maker {
+                    Maker::Native => "native",
+                    Maker::Synthesis => "pce",
+                },
+            ))
+        }
+        Err(e) => e,
+    };
+    if maker == Maker::Native {
+        let stop = || Some(job.stop.clone());
+        let theirs = circuits.synthesize_witness(k, Some(held.rec.aux), stop())?;
+        let ours = match circuits.native_witness(k, Some(held.rec.aux), stop()) {
+            Err(e) if e.status == Status::Cancelled => return Err(e),
+            ours => ours.ok(),
+        };
+        if ours.as_ref() != Some(&theirs) {
+            inner.native_off(
                 circuits.params_id(),
-                &format!("partition {k} of job {}: {e}", job.id),
+                &format!(
+                    "partition {k} of job {}: its native witness fails the recording's row \
+                     check ({e}) and is not witness synthesis's",
+                    job.id
+                ),
+                false,
             );
-            inner.counters.pce_fallbacks.fetch_add(1, Ordering::Relaxed);
-            circuits
-                .synthesize(k, Some(srs.size), Some(job.stop.clone()))
-                .map(|a| (a, "full;pce-rejected"))
+            inner
+                .counters
+                .native_fallbacks
+                .fetch_add(1, Ordering::Relaxed);
+            match pce::assignment(&held.rec, theirs, Some(srs.size)) {
+                Ok(a) => return Ok((a, "pce;native-rejected")),
+                Err(again) => e = again,
+            }
         }
     }
+    drop(held);
+    inner.distrust_recording(
+        circuits.params_id(),
+        &format!("partition {k} of job {}: {e}", job.id),
+    );
+    inner.counters.pce_fallbacks.fetch_add(1, Ordering::Relaxed);
+    circuits
+        .synthesize(k, Some(srs.size), Some(job.stop.clone()))
+        .map(|a| (a, "full;pce-rejected"))
 }
 
 /// Lets every backend load a circuit's parameters the first time they are used (each checked
