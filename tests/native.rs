@@ -196,3 +196,32 @@ fn values_that_do_not_satisfy_the_circuit_are_refused() {
         assert!(e.message.contains(what), "{what}: {e}");
     }
 }
+
+/// `cuzk bench synth --paths witness,native` (what the benchmark runs on a full-size
+/// partition): no parameters read, no recording made, the native witness checked equal to
+/// witness synthesis's before it is timed, a row per path with its CPU and its ratio.
+#[test]
+fn the_synthesis_benchmark_times_the_native_path_without_parameters() {
+    let s = spec(2048, FixtureShape::default(), 5);
+    common::init();
+    let r = common::tools::synth::run(&common::tools::synth::SynthSpec {
+        c1: synthetic_c1_json(&s).unwrap(),
+        prover_id: s.prover_id,
+        sector_id: s.sector_id,
+        shape: s.shape,
+        reps: 1,
+        concurrency: 1,
+        paths: vec!["witness".into(), "native".into()],
+        params_dir: tempfile::tempdir().unwrap().path().to_path_buf(),
+    })
+    .unwrap();
+    assert!(r.recording.is_none());
+    let names: Vec<&str> = r.rows.iter().map(|p| p.path).collect();
+    assert_eq!(names, ["witness", "native"]);
+    assert_eq!(r.rows[0].vs_witness, 1.0);
+    for p in &r.rows {
+        assert!(p.cpu_s_per_partition > 0.0 && p.vs_witness.is_finite(), "{p:?}");
+        assert!(p.vs_full.is_nan(), "{p:?}");
+    }
+    assert!(r.aux > 2_000_000 && r.aux_zero + r.aux_one > 0.98, "{r:?}");
+}
