@@ -3,8 +3,10 @@
 # carried in .dev/ (cuzk built with --features cuda, .dev/fp-supraseal from
 # scripts/build-baseline.sh). A run outlasts one device call (10 minutes), so it is started in
 # the background in its own session and polled:
-#   scripts/device-full.sh start PLAN   # PLAN: 32 (the 32 GiB run), 64 (the 64 GiB checks) or
-#                                       # small (32 GiB within 24 and 16 GiB of device memory)
+#   scripts/device-full.sh start PLAN   # PLAN: 32 (the 32 GiB run), 64 (the 64 GiB checks),
+#                                       # small (32 GiB within 24 and 16 GiB of device memory) or
+#                                       # native (issue 25: witness CPU by path, 16 at once, and
+#                                       # the 32 GiB stream with native and witness synthesis)
 #   scripts/device-full.sh poll [SECS]  # waits up to SECS (default 540) for the run, packs what
 #                                       # is there into $OUT/results.tgz, prints the log's tail
 #   scripts/device-full.sh check        # in the foreground, first: parameter sets generated on
@@ -114,6 +116,29 @@ case ${1:-} in
           grep -vE '^\s*$' "$W/bench-small-$lim.out" | tail -14
           echo "device memory peak (nvidia-smi): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0 > m) m = $2+0} END {print m " MiB"}' "$W/bench-small-$lim.smi")"
         done ;;
+      native)
+        # Issue 25: a partition's witness CPU by path (witness synthesis, native), 16 at once on
+        # the 16 cores, on the 32 GiB partition and the scaled fixture (neither needs
+        # parameters); then the 32 GiB stream with native witnesses (the default) and with
+        # witness synthesis (CUZK_SYNTHESIS=pce), same parameters, C1 and machine, every proof
+        # verified (self-check and verify_seal).
+        P=$W/p32; mkdir -p "$P"
+        timed fixture-32 $BIN fixture --sector-size 32GiB --sector-id 1 --miner-id 1000 -o "$P/c1-32GiB.json"
+        timed fixture-scaled $BIN fixture --sector-size 2KiB --partitions 10 --layers 11 --sector-id 1 --miner-id 1000 -o "$W/c1-scaled.json"
+        stamp "witness CPU by path, 16 at once"
+        timed synth-scaled $BIN bench synth --c1 "$W/c1-scaled.json" --sector-id 1 --miner-id 1000 --partitions 10 --layers 11 \
+          --paths witness,native --concurrency 16 --reps 3 --json "$W/synth-scaled.json"; grep -v '^RESULT' "$W/synth-scaled.out"
+        timed synth-32 $BIN bench synth --c1 "$P/c1-32GiB.json" --sector-id 1 --miner-id 1000 \
+          --paths witness,native --concurrency 16 --reps 1 --json "$W/synth-32.json"; grep -v '^RESULT' "$W/synth-32.out"
+        stamp "32GiB parameters and recording"
+        timed gen-32 $BIN --params-dir "$P" params gen --sector-size 32GiB $(rec_opt "$P"); head -20 "$W/gen-32.out"
+        for mode in native pce; do
+          stamp "a stream of 6 proofs, CUZK_SYNTHESIS=$mode"
+          s=$(smi stream-$mode); export CUZK_SYNTHESIS=$mode
+          timed stream-$mode $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 6 -j 3 \
+            --memory-budget-gib 100 --json "$W/stream-$mode.json" --timeline "$W/stream-$mode.timeline"
+          kill $s; unset CUZK_SYNTHESIS; grep -vE '^\s*$' "$W/stream-$mode.out" | tail -14
+        done ;;
       64)
         rm -rf "$W/p32"; P=$W/p64; mkdir -p "$P"
         stamp "64GiB recording, synthetic C1, vanilla verification"
@@ -127,5 +152,5 @@ case ${1:-} in
         kill $s; grep -vE '^\s*$' "$W/bench-64.out" | tail -30 ;;
     esac
     stamp "END" ;;
-  *) echo "usage: $0 check | start 32|64 | poll [SECS]" >&2; exit 2 ;;
+  *) echo "usage: $0 check | start 32|64|small|native | poll [SECS]" >&2; exit 2 ;;
 esac

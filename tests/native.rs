@@ -220,7 +220,10 @@ fn the_synthesis_benchmark_times_the_native_path_without_parameters() {
     assert_eq!(names, ["witness", "native"]);
     assert_eq!(r.rows[0].vs_witness, 1.0);
     for p in &r.rows {
-        assert!(p.cpu_s_per_partition > 0.0 && p.vs_witness.is_finite(), "{p:?}");
+        assert!(
+            p.cpu_s_per_partition > 0.0 && p.vs_witness.is_finite(),
+            "{p:?}"
+        );
         assert!(p.vs_full.is_nan(), "{p:?}");
     }
     assert!(r.aux > 2_000_000 && r.aux_zero + r.aux_one > 0.98, "{r:?}");

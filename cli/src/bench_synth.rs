@@ -21,8 +21,8 @@ pub struct SynthArgs {
     /// Partitions synthesized at once (as synthesis workers do under a stream).
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
-    /// Paths to time, comma-separated (full, witness, native, witness+product, product);
-    /// default all.
+    /// Paths to time, comma-separated (full, witness, native, native-input: the part of native
+    /// that reads the vanilla proofs, witness+product, product); default all.
     #[arg(long, value_delimiter = ',')]
     pub paths: Vec<String>,
     /// Write the results as JSON here.

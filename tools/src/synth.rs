@@ -30,7 +30,8 @@ pub struct SynthSpec {
     pub reps: usize,
     /// Partitions synthesized at once.
     pub concurrency: usize,
-    /// Which paths to time (full, witness, native, witness+product, product); empty: all.
+    /// Which paths to time (full, witness, native, native-input, witness+product, product);
+    /// empty: all.
     pub paths: Vec<String>,
     pub params_dir: PathBuf,
 }
@@ -108,7 +109,7 @@ pub struct SynthReport {
 }
 
 /// Paths that need neither the parameters nor the recording.
-const WITNESS_PATHS: [&str; 2] = ["witness", "native"];
+const WITNESS_PATHS: [&str; 3] = ["witness", "native", "native-input"];
 
 /// Runs `f(k)` for `concurrency` partitions at once, `reps` rounds; returns (CPU per
 /// partition, wall per round).
@@ -237,6 +238,8 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
 
     let witness_f = |k: usize| circuits.synthesize_witness(k, aux_hint, None).map(drop);
     let native_f = |k: usize| circuits.native_witness(k, aux_hint, None).map(drop);
+    // The part of `native` that reads the vanilla proofs (`SealCircuits::native_partition`).
+    let input_f = |k: usize| circuits.native_partition(k).map(drop);
     let mut paths: Vec<(&'static str, Box<dyn Fn(usize) -> Result<()> + Sync + '_>)> = Vec::new();
     if let Some((rec, size, _)) = &recorded {
         let (rec, size) = (rec, *size);
@@ -246,6 +249,7 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
         ));
         paths.push(("witness", Box::new(witness_f)));
         paths.push(("native", Box::new(native_f)));
+        paths.push(("native-input", Box::new(input_f)));
         paths.push((
             "witness+product",
             Box::new(move |k| {
@@ -273,6 +277,7 @@ pub fn run(spec: &SynthSpec) -> Result<SynthReport> {
     } else {
         paths.push(("witness", Box::new(witness_f)));
         paths.push(("native", Box::new(native_f)));
+        paths.push(("native-input", Box::new(input_f)));
     }
     progress.phase("timing the paths");
     let mut rows: Vec<PathRow> = Vec::new();
