@@ -811,3 +811,136 @@ fn a_wrong_recording_under_native_witnesses_is_the_recordings_fault() {
         },
     );
 }
+
+/// The real circuits, except that their native witnesses have one aux value wrong (a replica
+/// id bit cleared: what a defect of the generator would give).
+struct WrongNative(Arc<dyn porep::SealCircuits>);
+
+impl porep::SealCircuits for WrongNative {
+    fn shape(&self) -> porep::Shape {
+        self.0.shape()
+    }
+    fn params_id(&self) -> &str {
+        self.0.params_id()
+    }
+    fn synthesize(
+        &self,
+        k: usize,
+        size: Option<cuzk::params::CircuitSize>,
+        abort: Option<Arc<std::sync::atomic::AtomicBool>>,
+    ) -> cuzk::Result<ProvingAssignment> {
+        self.0.synthesize(k, size, abort)
+    }
+    fn record(
+        &self,
+        abort: Option<Arc<std::sync::atomic::AtomicBool>>,
+    ) -> cuzk::Result<pce::Recording> {
+        self.0.record(abort)
+    }
+    fn synthesize_witness(
+        &self,
+        k: usize,
+        aux_hint: Option<usize>,
+        abort: Option<Arc<std::sync::atomic::AtomicBool>>,
+    ) -> cuzk::Result<pce::Witness> {
+        self.0.synthesize_witness(k, aux_hint, abort)
+    }
+    fn native_witness(
+        &self,
+        k: usize,
+        aux_hint: Option<usize>,
+        abort: Option<Arc<std::sync::atomic::AtomicBool>>,
+    ) -> cuzk::Result<pce::Witness> {
+        let w = self.0.native_witness(k, aux_hint, abort)?;
+        // Aux value 0 is the replica id; its 255 bits follow.
+        let j = (1..256).find(|&j| w.value(j) == Fr::from(1u64)).unwrap();
+        let mut wrong = pce::Witness::with_inputs(w.inputs.clone(), w.n_aux());
+        for i in 0..w.n_aux() {
+            wrong.push(if i == j { Fr::from(0u64) } else { w.value(i) });
+        }
+        Ok(wrong)
+    }
+    fn native_partition(&self, k: usize) -> cuzk::Result<pce::native::stacked::Partition> {
+        self.0.native_partition(k)
+    }
+    fn public_inputs(&self, k: usize) -> cuzk::Result<Vec<Fr>> {
+        self.0.public_inputs(k)
+    }
+    fn reference_assignment(&self, k: usize) -> cuzk::Result<ProvingAssignment> {
+        self.0.reference_assignment(k)
+    }
+}
+
+/// A native witness that fails the row check where witness synthesis's passes: the generator is
+/// at fault. It is turned off for the circuit (counted, the recording kept), the partition uses
+/// witness synthesis's witness and its proof verifies; the next job's witness is made by witness
+/// synthesis. On the host path and where a witness prover found the row.
+#[test]
+fn a_native_witness_that_fails_the_row_check_turns_the_generator_off_for_its_circuit() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(1200, "a wrong native witness", move || {
+        for gpu in [false, true] {
+            let prover: Box<dyn ProverBackend> = if gpu {
+                Box::new(WitnessTaker::new(Some(Status::Internal)))
+            } else {
+                Box::new(CpuProver)
+            };
+            let (e, notes) = engine_mode(
+                &d,
+                prover,
+                Box::new(CpuProver),
+                true,
+                Some(SynthesisMode::Native),
+            );
+            e.preload(&req).unwrap();
+            settled(&e);
+            let prove = |want: &str| {
+                let before = notes.lock().unwrap().len();
+                let parsed = porep::parse_c1(&req.c1).unwrap();
+                let job =
+                    porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture).unwrap();
+                let job = porep::PreparedJob {
+                    circuits: Arc::new(WrongNative(job.circuits)),
+                    proof_type: job.proof_type,
+                };
+                let id = e.submit_prepared(job, 0).unwrap();
+                let out = e.await_job(id, common::JOB_DEADLINE).unwrap();
+                wait_until(60, "the SYNTH_END event", || {
+                    notes.lock().unwrap().len() > before
+                });
+                assert_eq!(notes.lock().unwrap()[before], want, "gpu {gpu}");
+                assert!(out.verified, "gpu {gpu}: {out:?}");
+                assert!(
+                    verifies_2kib(&out.proof),
+                    "gpu {gpu}: the .vk rejects the proof"
+                );
+            };
+            prove(if gpu {
+                "native;witness"
+            } else {
+                "pce;native-rejected"
+            });
+            let st = e.status();
+            assert_eq!(
+                (
+                    st.native_witnesses,
+                    st.native_fallbacks,
+                    st.native_distrusted
+                ),
+                (1, 1, 1),
+                "gpu {gpu}: {st:?}"
+            );
+            assert_eq!(
+                (st.pce_distrusted, st.pce_fallbacks),
+                (0, 0),
+                "gpu {gpu}: {st:?}"
+            );
+            // Turned off: the next partition's witness is witness synthesis's.
+            prove(if gpu { "pce;witness" } else { "pce" });
+            assert_eq!(e.status().native_witnesses, 1, "gpu {gpu}");
+            e.shutdown().unwrap();
+        }
+    });
+}

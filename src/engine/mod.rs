@@ -446,8 +446,18 @@ impl Engine {
             }
         }
         let prepared = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture)?;
+        self.submit_prepared(prepared, req.priority)
+    }
+
+    /// Queues a job validated beforehand ([`porep::prepare`], which [`Engine::submit`] calls on
+    /// the C1 output it is given); returns the job id. For Rust callers that prepare jobs
+    /// themselves (and tests that prove circuits of their own making).
+    pub fn submit_prepared(&self, prepared: porep::PreparedJob, priority: i32) -> Result<u64> {
+        if !self.is_running() {
+            return Err(Error::new(Status::NotRunning, "the engine is shut down"));
+        }
         let n = prepared.circuits.shape().partitions;
-        let job = Arc::new(Job::new(req.priority, prepared.circuits));
+        let job = Arc::new(Job::new(priority, prepared.circuits));
         let id = job.id;
         self.inner.jobs.insert(job.clone())?;
         self.inner.timeline.emit(
