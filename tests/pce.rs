@@ -809,8 +809,9 @@ fn a_wrong_recording_under_native_witnesses_is_the_recordings_fault() {
 }
 
 /// The real circuits, except that their native witnesses have one aux value wrong (a replica
-/// id bit cleared: what a defect of the generator would give).
-struct WrongNative(Arc<dyn porep::SealCircuits>);
+/// id bit cleared: what a defect of the generator would give), or, where `.1`, that the
+/// generator does not support them (UNSUPPORTED).
+struct WrongNative(Arc<dyn porep::SealCircuits>, bool);
 
 impl porep::SealCircuits for WrongNative {
     fn shape(&self) -> porep::Shape {
@@ -847,6 +848,11 @@ impl porep::SealCircuits for WrongNative {
         aux_hint: Option<usize>,
         abort: Option<Arc<std::sync::atomic::AtomicBool>>,
     ) -> cuzk::Result<pce::Witness> {
+        if self.1 {
+            return Err(cuzk::Error::unsupported(
+                "native witness: a circuit it does not follow",
+            ));
+        }
         let w = self.0.native_witness(k, aux_hint, abort)?;
         // Aux value 0 is the replica id; its 255 bits follow.
         let j = (1..256).find(|&j| w.value(j) == Fr::from(1u64)).unwrap();
@@ -898,7 +904,7 @@ fn a_native_witness_that_fails_the_row_check_turns_the_generator_off_for_its_cir
                 let job =
                     porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture).unwrap();
                 let job = porep::PreparedJob {
-                    circuits: Arc::new(WrongNative(job.circuits)),
+                    circuits: Arc::new(WrongNative(job.circuits, false)),
                     proof_type: job.proof_type,
                 };
                 let id = e.submit_prepared(job, 0).unwrap();
@@ -935,5 +941,52 @@ fn a_native_witness_that_fails_the_row_check_turns_the_generator_off_for_its_cir
             assert_eq!(e.status().native_witnesses, 1, "gpu {gpu}");
             e.shutdown().unwrap();
         }
+    });
+}
+
+/// A circuit the generator does not support: its partitions use witness synthesis (SYNTH_END
+/// `pce`), the generator is not tried again for it (one fallback, logged once) and not counted
+/// as distrusted.
+#[test]
+fn a_circuit_the_native_generator_does_not_support_uses_witness_synthesis() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(1200, "an unsupported circuit", move || {
+        let (e, notes) = engine_mode(
+            &d,
+            Box::new(CpuProver),
+            Box::new(CpuProver),
+            true,
+            Some(SynthesisMode::Native),
+        );
+        e.preload(&req).unwrap();
+        settled(&e);
+        for round in 0..2 {
+            let parsed = porep::parse_c1(&req.c1).unwrap();
+            let job = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture).unwrap();
+            let job = porep::PreparedJob {
+                circuits: Arc::new(WrongNative(job.circuits, true)),
+                proof_type: job.proof_type,
+            };
+            let id = e.submit_prepared(job, 0).unwrap();
+            let out = e.await_job(id, common::JOB_DEADLINE).unwrap();
+            assert!(out.verified, "round {round}: {out:?}");
+            wait_until(60, "the SYNTH_END event", || {
+                notes.lock().unwrap().len() > round
+            });
+            assert_eq!(notes.lock().unwrap()[round], "pce", "round {round}");
+            let st = e.status();
+            assert_eq!(
+                (
+                    st.native_witnesses,
+                    st.native_fallbacks,
+                    st.native_distrusted
+                ),
+                (0, 1, 0),
+                "round {round}: {st:?}"
+            );
+        }
+        e.shutdown().unwrap();
     });
 }
