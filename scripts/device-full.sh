@@ -7,6 +7,7 @@
 #                                       # small (32 GiB within 24 and 16 GiB of device memory) or
 #                                       # native (issue 25: witness CPU by path, 16 at once, and
 #                                       # the 32 GiB stream with native and witness synthesis)
+#                                       # or both (native, then small's 24 and 16 GiB limits)
 #   scripts/device-full.sh poll [SECS]  # waits up to SECS (default 540) for the run, packs what
 #                                       # is there into $OUT/results.tgz, prints the log's tail
 #   scripts/device-full.sh check        # in the foreground, first: parameter sets generated on
@@ -139,6 +140,22 @@ case ${1:-} in
             --memory-budget-gib 100 --json "$W/stream-$mode.json" --timeline "$W/stream-$mode.timeline"
           kill $s; unset CUZK_SYNTHESIS; grep -vE '^\s*$' "$W/stream-$mode.out" | tail -14
         done ;;
+      both)
+        # Issues 24 and 25 in one device session, the 32 GiB parameters generated once: the
+        # native plan, then the small plan's limits (native witnesses, the default), two proofs
+        # each, every proof verified.
+        "$0" run native "$W" || true
+        P=$W/p32
+        for lim in 24GiB 16GiB; do
+          stamp "two proofs, CUZK_GPU_MEM_LIMIT=$lim"
+          s=$(smi bench-small-$lim); export CUZK_GPU_MEM_LIMIT=$lim
+          timed bench-small-$lim $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 2 -j 2 --memory-budget-gib 100 \
+            --json "$W/bench-small-$lim.json" --timeline "$W/bench-small-$lim.timeline"
+          kill $s; unset CUZK_GPU_MEM_LIMIT
+          grep -E 'device memory for|cannot hold|lean|from host memory|resident on the GPU' "$W/bench-small-$lim.log" | head -8
+          grep -vE '^\s*$' "$W/bench-small-$lim.out" | tail -14
+          echo "device memory peak (nvidia-smi): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0 > m) m = $2+0} END {print m " MiB"}' "$W/bench-small-$lim.smi")"
+        done ;;
       64)
         rm -rf "$W/p32"; P=$W/p64; mkdir -p "$P"
         stamp "64GiB recording, synthetic C1, vanilla verification"
@@ -152,5 +169,5 @@ case ${1:-} in
         kill $s; grep -vE '^\s*$' "$W/bench-64.out" | tail -30 ;;
     esac
     stamp "END" ;;
-  *) echo "usage: $0 check | start 32|64|small|native | poll [SECS]" >&2; exit 2 ;;
+  *) echo "usage: $0 check | start 32|64|small|native|both | poll [SECS]" >&2; exit 2 ;;
 esac
