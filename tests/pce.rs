@@ -808,10 +808,18 @@ fn a_wrong_recording_under_native_witnesses_is_the_recordings_fault() {
     );
 }
 
-/// The real circuits, except that their native witnesses have one aux value wrong (a replica
-/// id bit cleared: what a defect of the generator would give), or, where `.1`, that the
-/// generator does not support them (UNSUPPORTED).
-struct WrongNative(Arc<dyn porep::SealCircuits>, bool);
+/// The real circuits, except for their native witnesses.
+struct WrongNative(Arc<dyn porep::SealCircuits>, Fault);
+
+#[derive(Clone, Copy, PartialEq)]
+enum Fault {
+    /// One aux value wrong (a replica id bit cleared: what a defect of the generator would give).
+    Value,
+    /// The generator does not support the circuit (UNSUPPORTED).
+    Unsupported,
+    /// The job's input refused (INVALID_INPUT: vanilla proofs that do not make a circuit).
+    Input,
+}
 
 impl porep::SealCircuits for WrongNative {
     fn shape(&self) -> porep::Shape {
@@ -848,10 +856,14 @@ impl porep::SealCircuits for WrongNative {
         aux_hint: Option<usize>,
         abort: Option<Arc<std::sync::atomic::AtomicBool>>,
     ) -> cuzk::Result<pce::Witness> {
-        if self.1 {
-            return Err(cuzk::Error::unsupported(
-                "native witness: a circuit it does not follow",
-            ));
+        match self.1 {
+            Fault::Unsupported => {
+                return Err(cuzk::Error::unsupported(
+                    "native witness: a circuit it does not follow",
+                ))
+            }
+            Fault::Input => return Err(cuzk::Error::invalid_input("inconsistent vanilla proofs")),
+            Fault::Value => {}
         }
         let w = self.0.native_witness(k, aux_hint, abort)?;
         // Aux value 0 is the replica id; its 255 bits follow.
@@ -904,7 +916,7 @@ fn a_native_witness_that_fails_the_row_check_turns_the_generator_off_for_its_cir
                 let job =
                     porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture).unwrap();
                 let job = porep::PreparedJob {
-                    circuits: Arc::new(WrongNative(job.circuits, false)),
+                    circuits: Arc::new(WrongNative(job.circuits, Fault::Value)),
                     proof_type: job.proof_type,
                 };
                 let id = e.submit_prepared(job, 0).unwrap();
@@ -946,7 +958,8 @@ fn a_native_witness_that_fails_the_row_check_turns_the_generator_off_for_its_cir
 
 /// A circuit the generator does not support: its partitions use witness synthesis (SYNTH_END
 /// `pce`), the generator is not tried again for it (one fallback, logged once) and not counted
-/// as distrusted.
+/// as distrusted. Before that, a job whose input the generator refuses (INVALID_INPUT) fails as
+/// it would under witness synthesis, and does not turn the generator off for other jobs.
 #[test]
 fn a_circuit_the_native_generator_does_not_support_uses_witness_synthesis() {
     let req = real_2kib();
@@ -962,15 +975,30 @@ fn a_circuit_the_native_generator_does_not_support_uses_witness_synthesis() {
         );
         e.preload(&req).unwrap();
         settled(&e);
-        for round in 0..2 {
+        let submit = |fault: Fault| {
             let parsed = porep::parse_c1(&req.c1).unwrap();
             let job = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture).unwrap();
             let job = porep::PreparedJob {
-                circuits: Arc::new(WrongNative(job.circuits, true)),
+                circuits: Arc::new(WrongNative(job.circuits, fault)),
                 proof_type: job.proof_type,
             };
             let id = e.submit_prepared(job, 0).unwrap();
-            let out = e.await_job(id, common::JOB_DEADLINE).unwrap();
+            e.await_job(id, common::JOB_DEADLINE)
+        };
+        let err = submit(Fault::Input).unwrap_err();
+        assert_eq!(err.status, Status::InvalidInput, "{err}");
+        let st = e.status();
+        assert_eq!(
+            (
+                st.native_witnesses,
+                st.native_fallbacks,
+                st.native_distrusted
+            ),
+            (0, 0, 0),
+            "the generator was turned off by a job's input: {st:?}"
+        );
+        for round in 0..2 {
+            let out = submit(Fault::Unsupported).unwrap();
             assert!(out.verified, "round {round}: {out:?}");
             wait_until(60, "the SYNTH_END event", || {
                 notes.lock().unwrap().len() > round

@@ -96,7 +96,9 @@ pub(super) fn load_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, sr
 /// Partition `k`'s witness under the recording `held`: made by the native generator where
 /// the configuration asks for it and the generator has not been turned off for the circuit,
 /// else (and where it refuses: an unsupported circuit, a result that would not satisfy the
-/// circuit) by witness synthesis.
+/// circuit, which turn it off for the circuit) by witness synthesis. Other errors (a stop, a
+/// C1 whose proofs do not make a circuit) are the job's, as they would be from witness
+/// synthesis.
 fn witness(
     inner: &Inner,
     circuits: &Arc<dyn SealCircuits>,
@@ -130,7 +132,8 @@ fn witness(
                     .fetch_add(1, Ordering::Relaxed);
                 return Ok((w, Maker::Native));
             }
-            Err(e) if e.status == Status::Cancelled => return Err(e),
+            // A stop, or the job's own input at fault (which witness synthesis refuses too).
+            Err(e) if !matches!(e.status, Status::Internal | Status::Unsupported) => return Err(e),
             Err(e) => {
                 inner
                     .counters
