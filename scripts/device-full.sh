@@ -82,6 +82,20 @@ case ${1:-} in
       done
       wait $pid; echo "baseline $size: exit $?, $((SECONDS - t0)) s, peak RSS seen $((peak >> 30)) GiB"
       tail -3 "$W/baseline-$size.log"; cat "$W/baseline-$size.out"; }
+    # Two 32 GiB proofs (parameters in $P) under each device memory limit given (none: no
+    # limit), with the plan taken and the device's own memory peak (nvidia-smi, every second).
+    limited() { local lim s
+      for lim in "$@"; do
+        stamp "two proofs, CUZK_GPU_MEM_LIMIT=$lim"
+        s=$(smi bench-small-$lim)
+        if [[ $lim = none ]]; then unset CUZK_GPU_MEM_LIMIT; else export CUZK_GPU_MEM_LIMIT=$lim; fi
+        timed bench-small-$lim $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 2 -j 2 --memory-budget-gib 100 \
+          --json "$W/bench-small-$lim.json" --timeline "$W/bench-small-$lim.timeline"
+        kill $s; unset CUZK_GPU_MEM_LIMIT
+        grep -E 'device memory for|cannot hold|lean|from host memory|resident on the GPU' "$W/bench-small-$lim.log" | head -8
+        grep -vE '^\s*$' "$W/bench-small-$lim.out" | tail -14
+        echo "device memory peak (nvidia-smi): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0 > m) m = $2+0} END {print m " MiB"}' "$W/bench-small-$lim.smi")"
+      done; }
     stamp "plan $PLAN in $W"; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; df -h "$W"
     case $PLAN in
       32)
@@ -106,17 +120,7 @@ case ${1:-} in
         stamp "32GiB parameters and recording"
         timed gen-32 $BIN --params-dir "$P" params gen --sector-size 32GiB $(rec_opt "$P"); head -20 "$W/gen-32.out"
         timed fixture-32 $BIN fixture --sector-size 32GiB --sector-id 1 --miner-id 1000 -o "$P/c1-32GiB.json"
-        for lim in 24GiB 16GiB none; do
-          stamp "two proofs, CUZK_GPU_MEM_LIMIT=$lim"
-          s=$(smi bench-small-$lim)
-          if [[ $lim = none ]]; then unset CUZK_GPU_MEM_LIMIT; else export CUZK_GPU_MEM_LIMIT=$lim; fi
-          timed bench-small-$lim $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 2 -j 2 --memory-budget-gib 100 \
-            --json "$W/bench-small-$lim.json" --timeline "$W/bench-small-$lim.timeline"
-          kill $s; unset CUZK_GPU_MEM_LIMIT
-          grep -E 'device memory for|cannot hold|lean|from host memory|resident on the GPU' "$W/bench-small-$lim.log" | head -8
-          grep -vE '^\s*$' "$W/bench-small-$lim.out" | tail -14
-          echo "device memory peak (nvidia-smi): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0 > m) m = $2+0} END {print m " MiB"}' "$W/bench-small-$lim.smi")"
-        done ;;
+        limited 24GiB 16GiB none ;;
       native)
         # Issue 25: a partition's witness CPU by path (witness synthesis, native), 16 at once on
         # the 16 cores, on the 32 GiB partition and the scaled fixture (neither needs
@@ -146,16 +150,7 @@ case ${1:-} in
         # each, every proof verified.
         "$0" run native "$W" || true
         P=$W/p32
-        for lim in 24GiB 16GiB; do
-          stamp "two proofs, CUZK_GPU_MEM_LIMIT=$lim"
-          s=$(smi bench-small-$lim); export CUZK_GPU_MEM_LIMIT=$lim
-          timed bench-small-$lim $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 2 -j 2 --memory-budget-gib 100 \
-            --json "$W/bench-small-$lim.json" --timeline "$W/bench-small-$lim.timeline"
-          kill $s; unset CUZK_GPU_MEM_LIMIT
-          grep -E 'device memory for|cannot hold|lean|from host memory|resident on the GPU' "$W/bench-small-$lim.log" | head -8
-          grep -vE '^\s*$' "$W/bench-small-$lim.out" | tail -14
-          echo "device memory peak (nvidia-smi): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0 > m) m = $2+0} END {print m " MiB"}' "$W/bench-small-$lim.smi")"
-        done ;;
+        limited 24GiB 16GiB ;;
       64)
         rm -rf "$W/p32"; P=$W/p64; mkdir -p "$P"
         stamp "64GiB recording, synthetic C1, vanilla verification"

@@ -41,6 +41,8 @@
 #                                   # incumbent (what h200-streamed had no time left for)
 #   scripts/device-plan.sh h200-gpu-checks # issue 29: make test-gpu's checks with carried binaries
 #   scripts/device-plan.sh h200-restructure # issue 23: the same checks and the 10-partition stream
+#   scripts/device-plan.sh h200-native-p10 # issue 25: the 10-partition stream, native witnesses
+#                                   # against witness synthesis; GPU checks and Go tests
 #   scripts/device-plan.sh h200-small # issue 24: the GPU checks, the self-test with every lean plan
 #                                   # (same bytes as the CPU, allocations within the limit) at 2^20,
 #                                   # memcheck
@@ -305,6 +307,17 @@ case ${1:-} in
     $D setup 2k
     $D before-after the_streamed_parameters_host_copy_is_reserved_as_resident
     ;;
+  h200-native-p10)
+    # issue 25: the 10-partition stream with native witnesses (the default) and with witness
+    # synthesis, same run, and the GPU checks and Go tests against this build (issue 26's plan).
+    $D info
+    $D setup 2k
+    $D setup p10
+    $D bench p10-native p10 20 -j 8
+    export CUZK_SYNTHESIS=pce; $D bench p10-pce p10 20 -j 8; unset CUZK_SYNTHESIS
+    $D gpu-checks
+    $D go
+    ;;
   h200-issue26)
     # issue 26 on the GPU: make test-gpu's checks with the new error statuses (kernel argument
     # errors INTERNAL, a row failure copied again), then the Go tests against the cuda static
@@ -321,7 +334,7 @@ case ${1:-} in
     $D setup 2k
     $D go
     ;;
-  *) echo "usage: $0 h200-gpu-checks|h200-restructure|h200-kernels|h200-issue23|h200-issue24|h200-issue26|h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
+  *) echo "usage: $0 h200-native-p10|h200-gpu-checks|h200-restructure|h200-kernels|h200-issue23|h200-issue24|h200-issue26|h200-streamed|h200-msm|h200-msm-tune|h200-witness|h200-compact|h200-go|h200|h200-p10|h200-wait|x2|scaled|h200-hardening|h200-pce-p10|h200-pce-scaled|h200-own|h200-own-p10|h200-own-staged|h200-own-scaled" >&2; exit 2 ;;
 esac
 pack
 ls -la "$FINAL"
