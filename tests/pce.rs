@@ -885,6 +885,16 @@ impl porep::SealCircuits for WrongNative {
     }
 }
 
+/// `req`'s job, its circuits' native witnesses given `fault`.
+fn wrong_native(req: &JobRequest, fault: Fault) -> porep::PreparedJob {
+    let parsed = porep::parse_c1(&req.c1).unwrap();
+    let job = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture).unwrap();
+    porep::PreparedJob {
+        circuits: Arc::new(WrongNative(job.circuits, fault)),
+        proof_type: job.proof_type,
+    }
+}
+
 /// A native witness that fails the row check where witness synthesis's passes: the generator is
 /// at fault. It is turned off for the circuit (counted, the recording kept), the partition uses
 /// witness synthesis's witness and its proof verifies; the next job's witness is made by witness
@@ -912,14 +922,9 @@ fn a_native_witness_that_fails_the_row_check_turns_the_generator_off_for_its_cir
             settled(&e);
             let prove = |want: &str| {
                 let before = notes.lock().unwrap().len();
-                let parsed = porep::parse_c1(&req.c1).unwrap();
-                let job =
-                    porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture).unwrap();
-                let job = porep::PreparedJob {
-                    circuits: Arc::new(WrongNative(job.circuits, Fault::Value)),
-                    proof_type: job.proof_type,
-                };
-                let id = e.submit_prepared(job, 0).unwrap();
+                let id = e
+                    .submit_prepared(wrong_native(&req, Fault::Value), 0)
+                    .unwrap();
                 let out = e.await_job(id, common::JOB_DEADLINE).unwrap();
                 wait_until(60, "the SYNTH_END event", || {
                     notes.lock().unwrap().len() > before
@@ -976,13 +981,7 @@ fn a_circuit_the_native_generator_does_not_support_uses_witness_synthesis() {
         e.preload(&req).unwrap();
         settled(&e);
         let submit = |fault: Fault| {
-            let parsed = porep::parse_c1(&req.c1).unwrap();
-            let job = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture).unwrap();
-            let job = porep::PreparedJob {
-                circuits: Arc::new(WrongNative(job.circuits, fault)),
-                proof_type: job.proof_type,
-            };
-            let id = e.submit_prepared(job, 0).unwrap();
+            let id = e.submit_prepared(wrong_native(&req, fault), 0).unwrap();
             e.await_job(id, common::JOB_DEADLINE)
         };
         let err = submit(Fault::Input).unwrap_err();

@@ -49,6 +49,19 @@ pub(super) enum Maker {
     Native,
 }
 
+impl Maker {
+    /// The SYNTH_END note of a partition whose witness it made: its product in the prover
+    /// (`to_prover`) or on the host.
+    pub(super) fn note(self, to_prover: bool) -> &'static str {
+        match (self, to_prover) {
+            (Maker::Native, true) => "native;witness",
+            (Maker::Native, false) => "native",
+            (Maker::Synthesis, true) => "pce;witness",
+            (Maker::Synthesis, false) => "pce",
+        }
+    }
+}
+
 /// A synthesized partition waiting for a prover; holds its reserved memory.
 pub(super) struct ProveItem {
     pub(super) job: Arc<Job>,

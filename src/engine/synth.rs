@@ -186,11 +186,7 @@ fn synthesize_partition(
     };
     let (w, maker) = witness(inner, circuits, job, k, &held)?;
     if plan.path == HostPath::Witness {
-        let path = match maker {
-            Maker::Native => "native;witness",
-            Maker::Synthesis => "pce;witness",
-        };
-        return Ok((Work::Witness(held, w, maker), path));
+        return Ok((Work::Witness(held, w, maker), maker.note(true)));
     }
     host_assignment(inner, circuits, srs, job, k, held, w, maker)
         .map(|(a, path)| (Work::Assignment(a), path))
@@ -214,15 +210,7 @@ pub(super) fn host_assignment(
     maker: Maker,
 ) -> Result<(ProvingAssignment, &'static str)> {
     let mut e = match pce::assignment(&held.rec, w, Some(srs.size)) {
-        Ok(a) => {
-            return Ok((
-                a,
-                match maker {
-                    Maker::Native => "native",
-                    Maker::Synthesis => "pce",
-                },
-            ))
-        }
+        Ok(a) => return Ok((a, maker.note(false))),
         Err(e) => e,
     };
     if maker == Maker::Native {

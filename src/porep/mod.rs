@@ -237,11 +237,15 @@ struct StackedSeal<Tree: 'static + MerkleTreeTrait> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> StackedSeal<Tree> {
-    fn circuit(&self, k: usize) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
-        let proof = self
-            .proofs
+    /// Partition `k`'s vanilla proofs (one per challenge).
+    fn proofs_of(&self, k: usize) -> Result<&Vec<VanillaSealProof<Tree>>> {
+        self.proofs
             .get(k)
-            .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))?;
+            .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))
+    }
+
+    fn circuit(&self, k: usize) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
+        let proof = self.proofs_of(k)?;
         catch("circuit construction", Status::InvalidInput, || {
             <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
                 &self.pub_inputs,
@@ -303,10 +307,7 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
     }
 
     fn native_partition(&self, k: usize) -> Result<crate::pce::native::stacked::Partition> {
-        let proofs = self
-            .proofs
-            .get(k)
-            .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))?;
+        let proofs = self.proofs_of(k)?;
         let tau = self
             .pub_inputs
             .tau

@@ -13,10 +13,10 @@ use super::{
 use crate::pce::Witness;
 
 /// `Fr::CAPACITY`: the bits a packed number holds.
-const CAPACITY: usize = 254;
+pub const CAPACITY: usize = 254;
 
-/// `multipack::pack_bits`: the first 254 bits as one number, allocated.
-pub fn pack_bits(w: &mut Witness, bits: &[Bit]) -> Fr {
+/// The number the first 254 bits make, least significant first (`multipack`'s packing).
+pub fn packed(bits: &[Bit]) -> Fr {
     let mut v = Fr::ZERO;
     let mut coeff = Fr::ONE;
     for b in bits.iter().take(CAPACITY) {
@@ -25,7 +25,12 @@ pub fn pack_bits(w: &mut Witness, bits: &[Bit]) -> Fr {
         }
         coeff = coeff.double();
     }
-    num::alloc_num(w, v)
+    v
+}
+
+/// `multipack::pack_bits`: the first 254 bits as one number, allocated.
+pub fn pack_bits(w: &mut Witness, bits: &[Bit]) -> Fr {
+    num::alloc_num(w, packed(bits))
 }
 
 /// `Sha256Function::hash_circuit`.

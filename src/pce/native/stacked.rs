@@ -17,7 +17,7 @@ use filecoin_hashers::{PoseidonBinaryArity, PoseidonOctArity, PoseidonQuadArity}
 
 use super::{
     bits::{alloc, reverse_bit_numbering, Bit, U32},
-    hashers::sha256_multi_leaf,
+    hashers::{packed, sha256_multi_leaf, CAPACITY},
     insertion::insert,
     label::{alloc_u64, create_label, TOTAL_PARENTS},
     num::{alloc_num, encode, to_bits_le},
@@ -165,17 +165,7 @@ enum TreeHash {
 
 /// `multipack::pack_into_inputs`: the bits, 254 to a public input.
 fn pack_into_inputs(w: &mut Witness, bits: &[Bit]) {
-    for chunk in bits.chunks(254) {
-        let mut v = Fr::ZERO;
-        let mut coeff = Fr::ONE;
-        for b in chunk {
-            if b.value() {
-                v += coeff;
-            }
-            coeff = coeff.double();
-        }
-        w.inputs.push(v);
-    }
+    w.inputs.extend(bits.chunks(CAPACITY).map(packed));
 }
 
 /// storage-proofs' `PoRCircuit::synthesize` of an already allocated `leaf` (private root):
