@@ -145,6 +145,23 @@ void cuzk_gpu_unpin(void* p);
 int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_t nl,
                      const void* a, size_t na, const void* b1, const void* b2, size_t nb,
                      uint32_t plan, cuzk_gpu_srs** out, char* err, size_t errlen);
+/* The kinds of bases, for cuzk_gpu_srs_fill. */
+enum {
+    CUZK_BASES_H = 0,
+    CUZK_BASES_L = 1,
+    CUZK_BASES_A = 2,
+    CUZK_BASES_B1 = 3,
+    CUZK_BASES_B2 = 4
+};
+/* Resident bases filled in piece by piece, so that the host never holds them whole: a handle
+ * made by cuzk_gpu_srs_new without CUZK_PLAN_STREAMED and with h, l, a, b1 and b2 all NULL has
+ * its device arrays allocated and empty; each call copies the n points at src (as the `.params`
+ * file's uncompressed points are laid out in memory: G1 96 bytes, G2 192) to the points
+ * [first, first + n) of kind `kind` and returns when done. Every point of every kind must be
+ * filled once before cuzk_gpu_prove takes the handle (it answers CUZK_KERNELS_EINVAL until
+ * then). Calls on one handle must not overlap. */
+int cuzk_gpu_srs_fill(cuzk_gpu_srs* s, uint32_t kind, size_t first, const void* src, size_t n,
+                      char* err, size_t errlen);
 /* Device memory held (bases where resident, and the working buffers), in bytes. */
 size_t cuzk_gpu_srs_bytes(const cuzk_gpu_srs* s);
 /* Frees the handle (NULL is ignored) once its GPU's work is done. */
@@ -173,6 +190,16 @@ size_t cuzk_gpu_working_bytes(uint32_t lg_domain, size_t n_inp, size_t n_aux, si
  * below 64): an allocation past it fails with cudaErrorMemoryAllocation, as on a card with no
  * more memory. SIZE_MAX: no cap (the default). Thread-safe; applies to later allocations. */
 int cuzk_gpu_set_mem_cap(int ordinal, size_t bytes);
+/* The shape of MSMs of 2^16 points or more (the H MSM) from the next call on: windows of
+ * `wbits` bits (CUZK_MSM_MIN_WBITS..CUZK_MSM_MAX_WBITS) in `batches` batches (at most
+ * CUZK_MSM_MAX_BATCHES); 0 keeps the prover's own choice (CUZK_MSM_WBITS and CUZK_MSM_BATCHES
+ * set the same at start). For tuning: the buffers grow to the new shape, and device memory
+ * plans made before do not count the growth. Thread-safe. CUZK_KERNELS_EINVAL when out of
+ * range (nothing changes). */
+int cuzk_gpu_msm_tune(uint32_t wbits, uint32_t batches);
+#define CUZK_MSM_MIN_WBITS 10u
+#define CUZK_MSM_MAX_WBITS 22u
+#define CUZK_MSM_MAX_BATCHES 64u
 /* The device memory the prover's buffers hold on GPU `ordinal` now and at their peak. */
 void cuzk_gpu_mem_stats(int ordinal, size_t* used, size_t* peak);
 /* Device buffers and a copy stream for one partition of the circuit `s` holds: a full stage
@@ -234,7 +261,9 @@ void cuzk_fixed_base_free(cuzk_fixed_base* f);
 CUZK_LAYOUT(sizeof(void*) == 8 && sizeof(size_t) == 8, "a 64-bit target");
 CUZK_LAYOUT(sizeof(cuzk_fr) == 32, "cuzk_fr");
 CUZK_LAYOUT(CUZK_MAX_LG_DOMAIN == 28 && CUZK_PLAN_STREAMED == 1 && CUZK_PLAN_LEAN == 2 &&
-                CUZK_PLAN_REC_MAPPED == 4,
+                CUZK_PLAN_REC_MAPPED == 4 && CUZK_BASES_H == 0 && CUZK_BASES_B2 == 4 &&
+                CUZK_MSM_MIN_WBITS == 10 && CUZK_MSM_MAX_WBITS == 22 &&
+                CUZK_MSM_MAX_BATCHES == 64,
             "the constants");
 CUZK_LAYOUT(sizeof(struct cuzk_cuda_device) == 288, "cuzk_cuda_device");
 CUZK_AT(cuzk_cuda_device, major, 4);

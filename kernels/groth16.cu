@@ -324,12 +324,25 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
             s->a = na ? (const affine_d*)mapped(a) : nullptr;
             s->b1 = nb ? (const affine_d*)mapped(b1) : nullptr;
             s->b2 = nb ? (const affine2_d*)mapped(b2) : nullptr;
+        } else if (!h && !l && !a && !b1 && !b2) {
+            // The bases come later, kind by kind (cuzk_gpu_srs_fill).
+            s->h_dev.reserve(nh, true);
+            s->l_dev.reserve(nl, true);
+            s->a_dev.reserve(na, true);
+            s->b1_dev.reserve(nb, true);
+            s->b2_dev.reserve(nb, true);
+            s->unfilled = nh + nl + na + 2 * nb;
         } else {
+            if ((nh && !h) || (nl && !l) || (na && !a) || (nb && (!b1 || !b2)))
+                return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                                 "some bases are given and others are not");
             s->h_dev.upload((const affine_d*)h, nh);
             s->l_dev.upload((const affine_d*)l, nl);
             s->a_dev.upload((const affine_d*)a, na);
             s->b1_dev.upload((const affine_d*)b1, nb);
             s->b2_dev.upload((const affine2_d*)b2, nb);
+        }
+        if (!s->streamed) {
             s->h = s->h_dev; s->l = s->l_dev; s->a = s->a_dev; s->b1 = s->b1_dev;
             s->b2 = s->b2_dev;
         }
@@ -339,6 +352,48 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
         *out = s.release();
         return CUZK_KERNELS_OK;
     } CUZK_CATCH_RETURN
+}
+
+int cuzk_gpu_srs_fill(cuzk_gpu_srs* s, uint32_t kind, size_t first, const void* src, size_t n,
+                      char* err, size_t errlen)
+{
+    try {
+        if (!s || s->streamed || (n && !src))
+            return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                             "no resident parameters to fill, or no points");
+        void* dst = nullptr;
+        size_t count = 0, size = sizeof(affine_d);
+        switch (kind) {
+        case CUZK_BASES_H: dst = s->h_dev.get(); count = s->nh; break;
+        case CUZK_BASES_L: dst = s->l_dev.get(); count = s->nl; break;
+        case CUZK_BASES_A: dst = s->a_dev.get(); count = s->na; break;
+        case CUZK_BASES_B1: dst = s->b1_dev.get(); count = s->nb; break;
+        case CUZK_BASES_B2: dst = s->b2_dev.get(); count = s->nb; size = sizeof(affine2_d); break;
+        default:
+            return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL, "no such kind of bases");
+        }
+        if (first > count || n > count - first || n > s->unfilled)
+            return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                             "the points lie past the end of their kind's bases");
+        if (n) {
+            device_scope_t keep;
+            select_gpu(s->gpu);
+            CUDA_OK(cudaMemcpy(static_cast<char*>(dst) + first * size, src, n * size,
+                               cudaMemcpyHostToDevice));
+        }
+        s->unfilled -= n;
+        return CUZK_KERNELS_OK;
+    } CUZK_CATCH_RETURN
+}
+
+int cuzk_gpu_msm_tune(uint32_t wbits, uint32_t batches)
+{
+    if ((wbits && (wbits < CUZK_MSM_MIN_WBITS || wbits > CUZK_MSM_MAX_WBITS)) ||
+        batches > CUZK_MSM_MAX_BATCHES)
+        return CUZK_KERNELS_EINVAL;
+    msm_tuning().wbits.store(wbits);
+    msm_tuning().batches.store(batches);
+    return CUZK_KERNELS_OK;
 }
 
 size_t cuzk_gpu_srs_bytes(const cuzk_gpu_srs* s) { return s ? s->bytes() : 0; }
@@ -618,6 +673,9 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
             sh.n_aux != s->nl || sh.domain() != s->nh + 1)
             return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
                              "the GPU stage holds no partition of these parameters");
+        if (s->unfilled)
+            return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                             "the parameters' bases are not all filled in (cuzk_gpu_srs_fill)");
         g->loaded = false;
         out->ms[CUZK_MS_UPLOAD] = g->ms_upload;
         out->ms[CUZK_MS_SPLIT] = g->ms_split;

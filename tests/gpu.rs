@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use common::tools::paramgen::Comb;
-use cuzk::sys::gpu_prover::{DeviceSrs, MsmResults, PartitionInput, PinnedBases};
+use cuzk::sys::gpu_prover::{DeviceSrs, G1Bases, MsmResults, PartitionInput, PinnedBases};
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
@@ -230,6 +230,49 @@ impl Case {
         }
     }
 
+    /// Resident bases filled in pieces of 997 points (the last of each kind shorter), each
+    /// kind from its end back to its start; until the last piece is in, the handle refuses to
+    /// prove, and a piece past a kind's end is refused.
+    fn filled_piece_by_piece(&self) -> DeviceSrs {
+        const PIECE: usize = 997;
+        let (h, l, a, b1, b2) = &self.bases;
+        let mut srs =
+            DeviceSrs::resident_unfilled(0, [h.len(), l.len(), a.len(), b1.len()], false).unwrap();
+        let starts = |n: usize| (0..n).step_by(PIECE).rev().collect::<Vec<_>>();
+        let end = |first: usize, n: usize| (first + PIECE).min(n);
+        for (kind, v) in [
+            (G1Bases::H, h),
+            (G1Bases::L, l),
+            (G1Bases::A, a),
+            (G1Bases::BG1, b1),
+        ] {
+            for first in starts(v.len()) {
+                srs.fill_g1(kind, first, &v[first..end(first, v.len())])
+                    .unwrap();
+            }
+        }
+        assert!(
+            srs.fill_g1(G1Bases::L, l.len() - 1, &l[..2]).is_err(),
+            "a piece past the end of L was taken"
+        );
+        let mut pieces = starts(b2.len());
+        let last = pieces.pop().expect("B has points");
+        for first in pieces {
+            srs.fill_b_g2(first, &b2[first..end(first, b2.len())])
+                .unwrap();
+        }
+        let mut stage = srs
+            .stage(self.lg, self.inputs.len(), self.aux.len(), false)
+            .unwrap();
+        stage.upload(&self.input()).unwrap();
+        let e = srs
+            .prove(&mut stage)
+            .expect_err("a proof with bases not all filled in");
+        assert!(e.message.contains("not all filled"), "{e}");
+        srs.fill_b_g2(last, &b2[last..end(last, b2.len())]).unwrap();
+        srs
+    }
+
     /// Proves the case twice on one stage (a stage is reused) and checks every result.
     fn check(&self, srs: &DeviceSrs, mode: &str) {
         let mut stage = srs
@@ -256,12 +299,16 @@ impl Case {
         );
     }
 
-    /// Both parameter modes: bases resident in device memory, and streamed from pinned host
+    /// Both parameter modes: bases resident in device memory (copied whole, and filled in
+    /// piece by piece as the engine reads a `.params` file), and streamed from pinned host
     /// memory.
     fn check_both(self) {
         let (h, l, a, b1, b2) = &self.bases;
         let srs = DeviceSrs::upload(0, h, l, a, b1, b2, false).unwrap();
         self.check(&srs, "resident");
+        drop(srs);
+        let srs = self.filled_piece_by_piece();
+        self.check(&srs, "resident, filled piece by piece");
         drop(srs);
         let pinned = PinnedBases::new(h.clone(), l.clone(), a.clone(), b1.clone(), b2.clone());
         let srs = DeviceSrs::streamed(0, Arc::new(pinned.unwrap()), false).unwrap();
@@ -359,6 +406,8 @@ fn the_gpus_msm_at_every_window_size_and_batch_count() {
         (16, 1),
         (17, 2),
         (18, 1),
+        (20, 1),
+        (22, 2),
     ];
     let mut failed = Vec::new();
     for (wbits, batches) in shapes {

@@ -15,10 +15,11 @@ use std::{
     time::Duration,
 };
 
-use blstrs::Bls12;
+use blstrs::{Bls12, G1Affine};
 use common::{wait_until, within, Gate, Stub};
 use cuzk::{
     engine::{Config, Engine, JobRequest, SynthesisMode},
+    params::{BasesPiece, G1Kind},
     porep::FixtureShape,
     timeline::{Event, EventKind},
     Status,
@@ -617,6 +618,49 @@ fn the_gpu_prover_reads_the_same_bases_as_bellperson_and_refuses_damaged_points(
     assert_eq!(b.a, *params.a);
     assert_eq!(b.b_g1, *params.b_g1);
     assert_eq!(b.b_g2, *params.b_g2);
+    // Piece by piece (as the GPU prover fills resident bases): the same points, in pieces of
+    // at most the size asked for, each kind in order from its first point.
+    for per in [1, 7, 1000] {
+        let mut got: [Vec<G1Affine>; 4] = Default::default();
+        let mut got_b2 = Vec::new();
+        srs.read_bases_in(per, |piece| {
+            let (first, n, have) = match piece {
+                BasesPiece::G1 {
+                    kind,
+                    first,
+                    points,
+                } => {
+                    let v = &mut got[kind as usize];
+                    let have = v.len();
+                    v.extend_from_slice(points);
+                    (first, points.len(), have)
+                }
+                BasesPiece::BG2 { first, points } => {
+                    let have = got_b2.len();
+                    got_b2.extend_from_slice(points);
+                    (first, points.len(), have)
+                }
+            };
+            assert_eq!(first, have, "a piece out of order (pieces of {per})");
+            assert!(
+                n >= 1 && n <= per,
+                "a piece of {n} points (pieces of {per})"
+            );
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got, [b.h.clone(), b.l.clone(), b.a.clone(), b.b_g1.clone()]);
+        assert_eq!(got_b2, b.b_g2);
+    }
+    // An error of the receiver ends the read with it.
+    let mut pieces = 0;
+    let err = srs
+        .read_bases_in(7, |_| {
+            pieces += 1;
+            Err(cuzk::Error::internal("the receiver gives up"))
+        })
+        .unwrap_err();
+    assert_eq!((pieces, err.status), (1, Status::Internal), "{err}");
 
     // One l point's x set past the field modulus: not a point. The file keeps its length, so
     // only the points' own check catches it.
@@ -642,4 +686,23 @@ fn the_gpu_prover_reads_the_same_bases_as_bellperson_and_refuses_damaged_points(
         .expect("a damaged point must fail the read");
     assert_eq!(err.status, Status::Params, "{err}");
     assert!(err.message.contains("l query's point 7"), "{err}");
+    // Piece by piece: the same error, and the piece holding the damaged point never reaches
+    // the receiver (pieces of 5: l's points 5-9).
+    let mut l_pieces = Vec::new();
+    let err = srs
+        .read_bases_in(5, |piece| {
+            if let BasesPiece::G1 {
+                kind: G1Kind::L,
+                first,
+                ..
+            } = piece
+            {
+                l_pieces.push(first);
+            }
+            Ok(())
+        })
+        .expect_err("a damaged point must fail the read");
+    assert_eq!(err.status, Status::Params, "{err}");
+    assert!(err.message.contains("l query's point 7"), "{err}");
+    assert_eq!(l_pieces, vec![0], "pieces of l handed on: {l_pieces:?}");
 }

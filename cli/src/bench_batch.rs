@@ -85,6 +85,15 @@ pub struct BatchCmdArgs {
     /// TIMELINE log output (for `cuzk waterfall` later).
     #[arg(long)]
     pub timeline: Option<PathBuf>,
+    /// Before the stream, in the same engine (parameters loaded once): MSWEEP proofs
+    /// (--msm-sweep-proofs) with each shape of the large MSMs (the H MSM) given as
+    /// WBITSxBATCHES (0x0: the prover's own choice), every proof verified; the stream then
+    /// runs with the shape of the fewest kernel milliseconds per partition (cuda build).
+    #[arg(long, value_delimiter = ',', value_name = "WxB")]
+    pub msm_shapes: Vec<String>,
+    /// Proofs per shape of --msm-shapes (CONCURRENCY in flight).
+    #[arg(long, default_value_t = 2)]
+    pub msm_sweep_proofs: usize,
 }
 
 pub fn batch(args: BatchCmdArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
@@ -108,7 +117,13 @@ pub fn batch(args: BatchCmdArgs, params_dir: PathBuf) -> Result<ExitCode, Error>
         svg,
         json,
         timeline,
+        msm_shapes,
+        msm_sweep_proofs,
     } = args;
+    let msm_shapes = msm_shapes
+        .iter()
+        .map(|t| parse_shape(t))
+        .collect::<Result<Vec<_>, _>>()?;
     bench_batch(BatchArgs {
         memory_budget: memory_budget_gib << 30,
         baseline_jobs,
@@ -131,7 +146,51 @@ pub fn batch(args: BatchCmdArgs, params_dir: PathBuf) -> Result<ExitCode, Error>
         json,
         timeline,
         params_dir,
+        msm_shapes,
+        msm_sweep_proofs,
     })
+}
+
+/// `WBITSxBATCHES` of --msm-shapes.
+fn parse_shape(t: &str) -> Result<(u32, u32), Error> {
+    t.split_once('x')
+        .and_then(|(w, b)| Some((w.trim().parse().ok()?, b.trim().parse().ok()?)))
+        .ok_or_else(|| {
+            Error::invalid_argument(format!("--msm-shapes wants WBITSxBATCHES, not {t:?}"))
+        })
+}
+
+/// Sets the shape of the prover's large MSMs (cuzk's GPU prover only).
+#[cfg(feature = "cuda")]
+fn set_msm_shape((wbits, batches): (u32, u32)) -> Result<(), Error> {
+    cuzk::sys::gpu_prover::set_msm_shape(wbits, batches).map_err(Error::invalid_argument)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn set_msm_shape(_: (u32, u32)) -> Result<(), Error> {
+    Err(Error::invalid_argument(
+        "--msm-shapes needs the cuda build (cuzk's GPU prover)",
+    ))
+}
+
+/// Mean GPU stage times per partition (cuzk's GPU prover) over the proofs that succeeded, and
+/// how many partitions had them.
+fn stage_means<T, E>(
+    results: &[Result<(T, f64, cuzk::engine::JobOutput), E>],
+) -> ([f64; 8], usize) {
+    let mut sum = [0f64; 8];
+    let mut n = 0usize;
+    for (_, _, out) in results.iter().flatten() {
+        for p in &out.partitions {
+            if p.stages.gpu_stages_ms.iter().any(|x| *x > 0.0) {
+                n += 1;
+                for (s, x) in sum.iter_mut().zip(p.stages.gpu_stages_ms) {
+                    *s += x;
+                }
+            }
+        }
+    }
+    (sum.map(|s| s / n.max(1) as f64), n)
 }
 
 struct BatchArgs {
@@ -156,6 +215,8 @@ struct BatchArgs {
     json: PathBuf,
     timeline: Option<PathBuf>,
     params_dir: PathBuf,
+    msm_shapes: Vec<(u32, u32)>,
+    msm_sweep_proofs: usize,
 }
 
 #[derive(serde::Serialize, Clone, Default)]
@@ -264,6 +325,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         },
         warm_s
     );
+    let sweep = msm_sweep(&a, &engine, &req, &c1)?;
     let pb = progress(a.count, "cuzk");
     let t0 = Instant::now();
     let results = run_concurrently(a.count, a.concurrency, |i| {
@@ -288,24 +350,8 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     engine.shutdown()?;
 
     let mut times = Vec::new();
-    let mut failed = 0;
-    // Mean GPU stage times per partition (cuzk's GPU prover), and synthesis time by path.
-    let mut stage_sum = [0f64; 8];
-    let mut stage_n = 0usize;
-    for (_, _, out) in results.iter().flatten() {
-        for p in &out.partitions {
-            if p.stages.gpu_stages_ms.iter().any(|x| *x > 0.0) {
-                stage_n += 1;
-                for (s, x) in stage_sum.iter_mut().zip(p.stages.gpu_stages_ms) {
-                    *s += x;
-                }
-            }
-        }
-    }
-    let stages_ms: Vec<f64> = stage_sum
-        .iter()
-        .map(|s| s / stage_n.max(1) as f64)
-        .collect();
+    let mut failed = sweep.failed;
+    let (stages_ms, stage_n) = stage_means(&results);
     for r in results {
         match r {
             Ok((i, wall_ms, out)) => {
@@ -503,6 +549,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             "split": stages_ms[3], "l": stages_ms[4], "a": stages_ms[5], "b_g1": stages_ms[6],
             "b_g2": stages_ms[7] },
         "proofs": times, "baseline": baseline, "external_baselines": externals,
+        "msm_sweep": sweep.rows, "msm_shape": sweep.chosen.map(|(w, b)| format!("{w}x{b}")),
         "prover_devices": status.devices.iter().map(|d| d.name.clone()).collect::<Vec<_>>(),
     });
     write_file(&a.json, &serde_json::to_vec_pretty(&summary).expect("json"))?;
@@ -513,4 +560,86 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What --msm-shapes measured.
+struct Sweep {
+    rows: Vec<serde_json::Value>,
+    /// The shape the stream ran with.
+    chosen: Option<(u32, u32)>,
+    /// Proofs that failed or did not verify.
+    failed: usize,
+}
+
+/// --msm-shapes: `msm_sweep_proofs` proofs with each shape, in this engine; leaves the prover
+/// with the shape of the fewest kernel milliseconds per partition.
+fn msm_sweep(a: &BatchArgs, engine: &Engine, req: &JobRequest, c1: &[u8]) -> Result<Sweep, Error> {
+    let mut sweep = Sweep {
+        rows: Vec::new(),
+        chosen: None,
+        failed: 0,
+    };
+    if a.msm_shapes.is_empty() {
+        return Ok(sweep);
+    }
+    println!("shape (wbits x batches, 0: default)  proofs  s/proof  h_ms  ntt_ms  kernels_ms/partition  verified");
+    let mut best: Option<(f64, (u32, u32))> = None;
+    for &shape in &a.msm_shapes {
+        set_msm_shape(shape)?;
+        let pb = progress(a.msm_sweep_proofs, &format!("{}x{}", shape.0, shape.1));
+        let t0 = Instant::now();
+        let results = run_concurrently(a.msm_sweep_proofs, a.concurrency, |_| {
+            let r = engine.prove(req.clone());
+            pb.inc(1);
+            r.map(|o| ((), 0.0, o))
+        });
+        let secs = t0.elapsed().as_secs_f64();
+        pb.finish("done");
+        let (st, n) = stage_means(&results);
+        let kernels: f64 = st[1..].iter().sum();
+        let verified = results
+            .iter()
+            .filter(|r| match r {
+                Ok((_, _, out)) => {
+                    out.verified
+                        && cuzk::porep::verify::verify_seal(
+                            c1,
+                            a.prover_id,
+                            a.sector_id,
+                            &out.proof,
+                        )
+                        .unwrap_or(false)
+                }
+                Err(e) => {
+                    eprintln!("proof failed ({}x{}): {e}", shape.0, shape.1);
+                    false
+                }
+            })
+            .count();
+        sweep.failed += a.msm_sweep_proofs - verified;
+        let per = secs / a.msm_sweep_proofs.max(1) as f64;
+        println!(
+            "{:>34}  {:>6}  {:>7.2}  {:>4.0}  {:>6.0}  {:>20.1}  {verified}/{}",
+            format!("{}x{}", shape.0, shape.1),
+            a.msm_sweep_proofs,
+            per,
+            st[2],
+            st[1],
+            kernels,
+            a.msm_sweep_proofs
+        );
+        sweep.rows.push(serde_json::json!({
+            "wbits": shape.0, "batches": shape.1, "proofs": a.msm_sweep_proofs,
+            "verified": verified, "seconds_per_proof": per, "partitions": n,
+            "h_ms": st[2], "kernels_ms": kernels, "gpu_stages_ms": st,
+        }));
+        if n > 0 && verified == a.msm_sweep_proofs && best.is_none_or(|(k, _)| kernels < k) {
+            best = Some((kernels, shape));
+        }
+    }
+    let chosen = best.map_or((0, 0), |(_, s)| s);
+    set_msm_shape(chosen)?;
+    println!("the stream runs with MSM shape {}x{}\n", chosen.0, chosen.1);
+    sweep.chosen = Some(chosen);
+    Ok(sweep)
 }

@@ -213,6 +213,7 @@ struct cuzk_gpu_srs {
     int gpu = 0;  // sppark's index of the device
     bool streamed = false;
     size_t nh = 0, nl = 0, na = 0, nb = 0;
+    size_t unfilled = 0;  // points of resident bases still to come (cuzk_gpu_srs_fill)
     dev_vec_t<affine_d> h_dev, l_dev, a_dev, b1_dev;
     dev_vec_t<affine2_d> b2_dev;
     const affine_d* h = nullptr;  // what the kernels read

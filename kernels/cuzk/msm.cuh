@@ -10,6 +10,8 @@
 #ifndef CUZK_MSM_CUH
 #define CUZK_MSM_CUH
 
+#include <atomic>
+
 #include "device.cuh"
 #include "kernels.cuh"
 #include "msm_kernels.cuh"
@@ -34,8 +36,11 @@ static uint32_t lg2_floor(size_t n)
 // bounds their digits' memory (~170 MB a batch).
 #define CUZK_TAIL_STRIDE ((size_t)1 << 21)
 
-// Tuning knobs for MSMs of at least 2^16 points (the H MSM): CUZK_MSM_WBITS (10-18) and
-// CUZK_MSM_BATCHES (1-64) replace the window size and the batch count chosen below.
+// Tuning knobs for MSMs of at least 2^16 points (the H MSM): a window size
+// (CUZK_MSM_MIN_WBITS..CUZK_MSM_MAX_WBITS) and a batch count (1..CUZK_MSM_MAX_BATCHES) that
+// replace the ones chosen below; 0 keeps the choice. CUZK_MSM_WBITS and CUZK_MSM_BATCHES set
+// them at start, cuzk_gpu_msm_tune at any time (for a benchmark between calls: buffers grow to
+// the new shape, and plans made before do not count it).
 static uint32_t msm_knob(const char* name, uint32_t lo, uint32_t hi)
 {
     const char* v = getenv(name);
@@ -45,10 +50,24 @@ static uint32_t msm_knob(const char* name, uint32_t lo, uint32_t hi)
     return x >= (long)lo && x <= (long)hi ? (uint32_t)x : 0;
 }
 
+struct msm_tuning_t {
+    std::atomic<uint32_t> wbits, batches;
+    msm_tuning_t()
+        : wbits(msm_knob("CUZK_MSM_WBITS", CUZK_MSM_MIN_WBITS, CUZK_MSM_MAX_WBITS)),
+          batches(msm_knob("CUZK_MSM_BATCHES", 1, CUZK_MSM_MAX_BATCHES))
+    {}
+};
+
+static msm_tuning_t& msm_tuning()
+{
+    static msm_tuning_t t;
+    return t;
+}
+
 static msm_shape_t msm_shape(size_t n, size_t max_stride = SIZE_MAX)
 {
-    static const uint32_t knob_wbits = msm_knob("CUZK_MSM_WBITS", 10, 18);
-    static const uint32_t knob_batches = msm_knob("CUZK_MSM_BATCHES", 1, 64);
+    const uint32_t knob_wbits = msm_tuning().wbits.load();
+    const uint32_t knob_batches = msm_tuning().batches.load();
     const bool large = n >= ((size_t)1 << 16);
     msm_shape_t s;
     s.n = n;

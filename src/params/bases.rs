@@ -1,7 +1,9 @@
 //! The proving key's bases read straight from a `.params` file, for provers that keep their
 //! own copy (cuzk's GPU prover uploads them and drops these).
 //!
-//! Points are parsed in parallel, 64 MiB of file at a time, without the subgroup check
+//! Whole ([`Srs::read_bases`]), or piece by piece for a prover that copies each piece
+//! elsewhere before the next is read ([`Srs::read_bases_in`]). Points are parsed in parallel,
+//! 64 MiB of file at a time, without the subgroup check
 //! (bellperson's own reader skips it too for these queries); a point at infinity or bytes that
 //! are not a point fail the load, as they do in bellperson.
 
@@ -23,49 +25,117 @@ pub struct Bases {
     pub b_g2: Vec<G2Affine>,
 }
 
+/// The G1 bases of a proving key, in the file's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum G1Kind {
+    H,
+    L,
+    A,
+    BG1,
+}
+
+/// Consecutive points of one kind of bases, as [`Srs::read_bases_in`] reads them: `first` is
+/// the index of the first within its kind.
+pub enum BasesPiece<'a> {
+    G1 {
+        kind: G1Kind,
+        first: usize,
+        points: &'a [G1Affine],
+    },
+    BG2 {
+        first: usize,
+        points: &'a [G2Affine],
+    },
+}
+
+/// File bytes read (and points parsed) at a time.
 const CHUNK: usize = 64 << 20;
 
+/// Host memory [`Srs::read_bases_in`] holds at most with its default pieces: a piece's bytes
+/// and its points (the same size), with room to spare.
+pub const PIECE_HOST_BYTES: u64 = 3 * CHUNK as u64;
+
+/// Reads `count` points of `N` bytes from `start`, `per` at a time, each piece parsed in
+/// parallel and handed to `sink` with the index of its first point.
 fn read_section<P, const N: usize>(
     file: &File,
     name: &str,
     start: u64,
     count: usize,
+    per: usize,
     parse: impl Fn(&[u8; N]) -> Option<P> + Sync,
-) -> Result<Vec<P>>
+    mut sink: impl FnMut(usize, &[P]) -> Result<()>,
+) -> Result<()>
 where
     P: Send,
 {
-    let mut out = Vec::with_capacity(count);
-    let per = (CHUNK / N).max(1);
+    let per = per.max(1);
     let mut buf = vec![0u8; per.min(count) * N];
     let mut done = 0usize;
+    let parse_chunk = |c: &[u8]| parse(c.try_into().expect("chunk of N bytes"));
     while done < count {
         let n = per.min(count - done);
         let bytes = &mut buf[..n * N];
         file.read_exact_at(bytes, start + (done * N) as u64)
             .map_err(|e| Error::params(format!("reading the {name} query: {e}")))?;
-        let parsed: Vec<Option<P>> = bytes
-            .par_chunks_exact(N)
-            .map(|c| parse(c.try_into().expect("chunk of N bytes")))
-            .collect();
-        for (i, p) in parsed.into_iter().enumerate() {
-            out.push(p.ok_or_else(|| {
-                Error::params(format!(
-                    "the {name} query's point {} is not a valid point (or is the point at \
-                     infinity): damaged parameters; fetch them again",
-                    done + i
-                ))
-            })?);
-        }
+        let parsed: Option<Vec<P>> = bytes.par_chunks_exact(N).map(parse_chunk).collect();
+        let Some(points) = parsed else {
+            let bad = bytes
+                .chunks_exact(N)
+                .position(|c| parse_chunk(c).is_none())
+                .unwrap_or(0);
+            return Err(Error::params(format!(
+                "the {name} query's point {} is not a valid point (or is the point at \
+                 infinity): damaged parameters; fetch them again",
+                done + bad
+            )));
+        };
+        sink(done, &points)?;
         done += n;
     }
-    Ok(out)
+    Ok(())
 }
 
 impl Srs {
     /// Reads every base of the proving key (h, l, a, b_g1, b_g2). The file is checked again
     /// first and must still be the one the parameters were checked as.
     pub fn read_bases(&self) -> Result<Bases> {
+        // Each vector at its full length at once: growing would copy (47 GB at 32 GiB).
+        let n = check_file(&self.path)?.counts.map(|c| c as usize);
+        let mut b = Bases {
+            h: Vec::with_capacity(n[0]),
+            l: Vec::with_capacity(n[1]),
+            a: Vec::with_capacity(n[2]),
+            b_g1: Vec::with_capacity(n[3]),
+            b_g2: Vec::with_capacity(n[4]),
+        };
+        self.read_bases_in(0, |piece| {
+            match piece {
+                BasesPiece::G1 { kind, points, .. } => match kind {
+                    G1Kind::H => &mut b.h,
+                    G1Kind::L => &mut b.l,
+                    G1Kind::A => &mut b.a,
+                    G1Kind::BG1 => &mut b.b_g1,
+                }
+                .extend_from_slice(points),
+                BasesPiece::BG2 { points, .. } => b.b_g2.extend_from_slice(points),
+            }
+            Ok(())
+        })?;
+        Ok(b)
+    }
+
+    /// Reads the bases piece by piece, in the file's order (h, l, a, b_g1, b_g2), each piece
+    /// at most `per_piece` points (0: 64 MiB of file at a time, [`PIECE_HOST_BYTES`] of host
+    /// memory at the most) and handed to `sink` before the next is read: what a prover that
+    /// copies them elsewhere holds of them at once. The file is checked again first and after,
+    /// and must still be the one the parameters were checked as; a damaged point fails the
+    /// read before its piece reaches `sink`, and an error of `sink` ends it.
+    pub fn read_bases_in(
+        &self,
+        per_piece: usize,
+        mut sink: impl FnMut(BasesPiece<'_>) -> Result<()>,
+    ) -> Result<()> {
         self.check_unchanged()?;
         let layout = check_file(&self.path)?;
         let ends = layout.section_ends();
@@ -74,6 +144,7 @@ impl Srs {
         // ends: vk, then per section (after its length, after its points).
         let start = |k: usize| ends[1 + 2 * k].1;
         let count = |k: usize| layout.counts[k] as usize;
+        let per = |n: usize| if per_piece == 0 { CHUNK / n } else { per_piece };
         let g1 = |b: &[u8; 96]| {
             let p = Option::<G1Affine>::from(G1Affine::from_uncompressed_unchecked(b))?;
             (!bool::from(p.is_identity())).then_some(p)
@@ -82,14 +153,40 @@ impl Srs {
             let p = Option::<G2Affine>::from(G2Affine::from_uncompressed_unchecked(b))?;
             (!bool::from(p.is_identity())).then_some(p)
         };
-        let bases = Bases {
-            h: read_section(&file, "h", start(0), count(0), g1)?,
-            l: read_section(&file, "l", start(1), count(1), g1)?,
-            a: read_section(&file, "a", start(2), count(2), g1)?,
-            b_g1: read_section(&file, "b_g1", start(3), count(3), g1)?,
-            b_g2: read_section(&file, "b_g2", start(4), count(4), g2)?,
-        };
-        self.check_unchanged()?;
-        Ok(bases)
+        for (k, (kind, name)) in [
+            (G1Kind::H, "h"),
+            (G1Kind::L, "l"),
+            (G1Kind::A, "a"),
+            (G1Kind::BG1, "b_g1"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            read_section(
+                &file,
+                name,
+                start(k),
+                count(k),
+                per(96),
+                g1,
+                |first, points| {
+                    sink(BasesPiece::G1 {
+                        kind,
+                        first,
+                        points,
+                    })
+                },
+            )?;
+        }
+        read_section(
+            &file,
+            "b_g2",
+            start(4),
+            count(4),
+            per(192),
+            g2,
+            |first, points| sink(BasesPiece::BG2 { first, points }),
+        )?;
+        self.check_unchanged()
     }
 }

@@ -15,19 +15,21 @@ use std::sync::Arc;
 
 use super::{
     kernels::{
-        call, cuzk_gpu_mem_stats, cuzk_gpu_pin, cuzk_gpu_prove, cuzk_gpu_rec_bytes,
-        cuzk_gpu_rec_free, cuzk_gpu_rec_new, cuzk_gpu_set_mem_cap, cuzk_gpu_srs_bytes,
-        cuzk_gpu_srs_free, cuzk_gpu_srs_new, cuzk_gpu_stage_free, cuzk_gpu_stage_new,
-        cuzk_gpu_unpin, cuzk_gpu_upload, cuzk_gpu_upload_witness, cuzk_gpu_working_bytes, non_null,
-        InputC, MatrixC, OutputC, RecC, SrsC, StageC, WitnessC,
+        call, cuzk_gpu_mem_stats, cuzk_gpu_msm_tune, cuzk_gpu_pin, cuzk_gpu_prove,
+        cuzk_gpu_rec_bytes, cuzk_gpu_rec_free, cuzk_gpu_rec_new, cuzk_gpu_set_mem_cap,
+        cuzk_gpu_srs_bytes, cuzk_gpu_srs_fill, cuzk_gpu_srs_free, cuzk_gpu_srs_new,
+        cuzk_gpu_stage_free, cuzk_gpu_stage_new, cuzk_gpu_unpin, cuzk_gpu_upload,
+        cuzk_gpu_upload_witness, cuzk_gpu_working_bytes, non_null, InputC, MatrixC, OutputC, RecC,
+        SrsC, StageC, WitnessC,
     },
     RecordingTables,
 };
 
 pub use super::kernels::{
-    KernelError, CUDA_OUT_OF_MEMORY, EHOST, EINVAL, EWRONG, MAX_LG_DOMAIN, PLAN_LEAN,
-    PLAN_REC_MAPPED, PLAN_STREAMED,
+    KernelError, CUDA_OUT_OF_MEMORY, EHOST, EINVAL, EWRONG, MAX_LG_DOMAIN, MSM_MAX_BATCHES,
+    MSM_MAX_WBITS, MSM_MIN_WBITS, PLAN_LEAN, PLAN_REC_MAPPED, PLAN_STREAMED,
 };
+use super::kernels::{BASES_A, BASES_B1, BASES_B2, BASES_H, BASES_L};
 
 use blstrs::{Fp, Fp2, G1Affine, G2Affine, Scalar as Fr};
 
@@ -69,6 +71,35 @@ pub fn mem_stats(ordinal: usize) -> (u64, u64) {
         unsafe { cuzk_gpu_mem_stats(o, &mut used, &mut peak) };
     }
     (used as u64, peak as u64)
+}
+
+/// The shape of the prover's MSMs of 2^16 points or more (the H MSM) from the next proof on:
+/// windows of `wbits` bits in `batches` batches, 0 for the prover's own choice of either
+/// (`CUZK_MSM_WBITS` and `CUZK_MSM_BATCHES` set the same at start). For benchmarks: device
+/// memory plans made before do not count the buffers a new shape grows.
+pub fn set_msm_shape(wbits: u32, batches: u32) -> Result<(), String> {
+    // SAFETY: plain values.
+    match unsafe { cuzk_gpu_msm_tune(wbits, batches) } {
+        0 => Ok(()),
+        _ => Err(format!(
+            "an MSM shape of {wbits}-bit windows in {batches} batches is out of range \
+             ({MSM_MIN_WBITS}..{MSM_MAX_WBITS} bits, 1..{MSM_MAX_BATCHES} batches, 0: the default)"
+        )),
+    }
+}
+
+/// A G1 slice as the kernels take it: its address and its length in points.
+fn span(v: &[G1Affine]) -> (*const c_void, usize) {
+    (v.as_ptr().cast(), v.len())
+}
+
+/// The G1 bases of a circuit, as [`DeviceSrs::fill_g1`] takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum G1Bases {
+    H,
+    L,
+    A,
+    BG1,
 }
 
 /// One circuit's parameters on one GPU: the bases in its memory (resident), or its working
@@ -334,10 +365,85 @@ impl DeviceSrs {
         lean: bool,
     ) -> Result<DeviceSrs, String> {
         let plan = if lean { PLAN_LEAN } else { 0 };
+        if b_g1.len() != b_g2.len() {
+            return Err(format!(
+                "b_g1 has {} points, b_g2 {}",
+                b_g1.len(),
+                b_g2.len()
+            ));
+        }
         // SAFETY: every pointer is valid for its length in points (blst's layouts, checked at
         // compile time above); the callee copies them before returning.
-        unsafe { Self::new_raw(ordinal, [h, l, a, b_g1], b_g2, plan) }
-            .map(|raw| DeviceSrs { raw, _pinned: None })
+        unsafe {
+            Self::new_raw(
+                ordinal,
+                [h, l, a, b_g1].map(span),
+                b_g2.as_ptr().cast(),
+                plan,
+            )
+        }
+        .map(|raw| DeviceSrs { raw, _pinned: None })
+    }
+
+    /// Device memory on GPU `ordinal` for resident bases of these counts (h, l, a, and b_g1 and
+    /// b_g2 each), to be filled in piece by piece ([`DeviceSrs::fill_g1`],
+    /// [`DeviceSrs::fill_b_g2`]) so that the host never holds them whole; the handle proves
+    /// only once every point is filled.
+    pub fn resident_unfilled(
+        ordinal: usize,
+        [nh, nl, na, nb]: [usize; 4],
+        lean: bool,
+    ) -> Result<DeviceSrs, String> {
+        let plan = if lean { PLAN_LEAN } else { 0 };
+        let none = std::ptr::null();
+        // SAFETY: all null: the callee allocates and copies nothing.
+        unsafe {
+            Self::new_raw(
+                ordinal,
+                [(none, nh), (none, nl), (none, na), (none, nb)],
+                none,
+                plan,
+            )
+        }
+        .map(|raw| DeviceSrs { raw, _pinned: None })
+    }
+
+    /// Copies `points` to the resident bases `kind`, from point `first` on (a handle of
+    /// [`DeviceSrs::resident_unfilled`]; each point is filled once).
+    pub fn fill_g1(
+        &mut self,
+        kind: G1Bases,
+        first: usize,
+        points: &[G1Affine],
+    ) -> Result<(), String> {
+        let kind = match kind {
+            G1Bases::H => BASES_H,
+            G1Bases::L => BASES_L,
+            G1Bases::A => BASES_A,
+            G1Bases::BG1 => BASES_B1,
+        };
+        // SAFETY: `points` is valid for its length (blst's layout); the callee checks the
+        // range and copies before returning; `&mut self` keeps calls on the handle apart.
+        unsafe { self.fill_raw(kind, first, points.as_ptr().cast(), points.len()) }
+    }
+
+    /// As [`DeviceSrs::fill_g1`], for the G2 bases of B.
+    pub fn fill_b_g2(&mut self, first: usize, points: &[G2Affine]) -> Result<(), String> {
+        // SAFETY: as in fill_g1.
+        unsafe { self.fill_raw(BASES_B2, first, points.as_ptr().cast(), points.len()) }
+    }
+
+    /// # Safety
+    /// `src` is valid for `n` points of kind `kind`.
+    unsafe fn fill_raw(
+        &mut self,
+        kind: u32,
+        first: usize,
+        src: *const c_void,
+        n: usize,
+    ) -> Result<(), String> {
+        call(|err, len| cuzk_gpu_srs_fill(self.raw, kind, first, src, n, err, len))
+            .map_err(|e| e.to_string())
     }
 
     /// Prepares GPU `ordinal` to prove with bases that stay in pinned host memory (the
@@ -351,44 +457,45 @@ impl DeviceSrs {
         let plan = PLAN_STREAMED | if lean { PLAN_LEAN } else { 0 };
         // SAFETY: the arrays are pinned and mapped (PinnedBases::new) and stay so while the
         // handle lives: it holds the Arc, and drop frees the handle before releasing it.
-        let raw = unsafe { Self::new_raw(ordinal, [&b.h, &b.l, &b.a, &b.b_g1], &b.b_g2, plan) }?;
+        let raw = unsafe {
+            Self::new_raw(
+                ordinal,
+                [&b.h, &b.l, &b.a, &b.b_g1].map(|v| span(v)),
+                b.b_g2.as_ptr().cast(),
+                plan,
+            )
+        }?;
         Ok(DeviceSrs {
             raw,
             _pinned: Some(pinned),
         })
     }
 
-    /// The handle for both modes; `b_g1` and `b_g2` must have the same length.
+    /// The handle for both modes: the G1 bases as (pointer, points), and the G2 bases of B,
+    /// as many as b_g1's.
     ///
     /// # Safety
-    /// Each slice is valid for its length; in the streamed mode they are pinned by
-    /// [`PinnedBases`] and outlive the handle.
+    /// Each pointer is valid for its count of points, or all are null (resident, filled
+    /// later); in the streamed mode they are pinned by [`PinnedBases`] and outlive the handle.
     unsafe fn new_raw(
         ordinal: usize,
-        [h, l, a, b_g1]: [&[G1Affine]; 4],
-        b_g2: &[G2Affine],
+        [(h, nh), (l, nl), (a, na), (b1, nb)]: [(*const c_void, usize); 4],
+        b2: *const c_void,
         plan: u32,
     ) -> Result<*mut SrsC, String> {
-        if b_g1.len() != b_g2.len() {
-            return Err(format!(
-                "b_g1 has {} points, b_g2 {}",
-                b_g1.len(),
-                b_g2.len()
-            ));
-        }
         let mut raw: *mut SrsC = std::ptr::null_mut();
         call(|err, len| {
             cuzk_gpu_srs_new(
                 ordinal as c_int,
-                h.as_ptr().cast(),
-                h.len(),
-                l.as_ptr().cast(),
-                l.len(),
-                a.as_ptr().cast(),
-                a.len(),
-                b_g1.as_ptr().cast(),
-                b_g2.as_ptr().cast(),
-                b_g1.len(),
+                h,
+                nh,
+                l,
+                nl,
+                a,
+                na,
+                b1,
+                b2,
+                nb,
                 plan,
                 &mut raw,
                 err,

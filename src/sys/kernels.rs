@@ -108,6 +108,18 @@ pub const PLAN_STREAMED: u32 = 1;
 pub const PLAN_LEAN: u32 = 2;
 pub const PLAN_REC_MAPPED: u32 = 4;
 
+/// `CUZK_BASES_*`: the kinds of bases `cuzk_gpu_srs_fill` takes.
+pub const BASES_H: u32 = 0;
+pub const BASES_L: u32 = 1;
+pub const BASES_A: u32 = 2;
+pub const BASES_B1: u32 = 3;
+pub const BASES_B2: u32 = 4;
+
+/// `CUZK_MSM_*`: the range of `cuzk_gpu_msm_tune`.
+pub const MSM_MIN_WBITS: u32 = 10;
+pub const MSM_MAX_WBITS: u32 = 22;
+pub const MSM_MAX_BATCHES: u32 = 64;
+
 /// Opaque handles: `cuzk_gpu_srs`, `cuzk_gpu_stage`, `cuzk_gpu_rec`, `cuzk_fixed_base`.
 #[repr(C)]
 pub struct SrsC {
@@ -269,6 +281,16 @@ extern "C" {
         err: *mut c_char,
         errlen: usize,
     ) -> c_int;
+    pub fn cuzk_gpu_srs_fill(
+        s: *mut SrsC,
+        kind: u32,
+        first: usize,
+        src: *const c_void,
+        n: usize,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
+    pub fn cuzk_gpu_msm_tune(wbits: u32, batches: u32) -> c_int;
     pub fn cuzk_gpu_srs_bytes(s: *const SrsC) -> usize;
     pub fn cuzk_gpu_srs_free(s: *mut SrsC);
     pub fn cuzk_gpu_working_bytes(

@@ -1,6 +1,6 @@
-//! The parameters' placement: read from the `.params` file once per circuit, then resident in
-//! each GPU's memory or streamed from one pinned copy in host memory, as configured or (auto)
-//! as each GPU's free memory allows.
+//! The parameters' placement, once per circuit: resident in each GPU's memory (read from the
+//! `.params` file piece by piece straight into the GPUs' copies) or streamed from one pinned
+//! copy in host memory (read whole), as configured or (auto) as each GPU's free memory allows.
 
 use std::{sync::Arc, time::Instant};
 
@@ -8,10 +8,10 @@ use super::{device::Gpu, plan::Plan, CuzkGpuProver};
 use crate::{
     budget::Reservation,
     error::{Error, Result, Status},
-    params::{Bases, FileStamp, Srs},
+    params::{check_file, Bases, BasesPiece, FileStamp, G1Kind, Srs, PIECE_HOST_BYTES},
     sys::{
         cuda,
-        gpu_prover::{self, DeviceSrs, PinnedBases},
+        gpu_prover::{self, DeviceSrs, G1Bases, PinnedBases},
     },
 };
 
@@ -75,22 +75,17 @@ impl CuzkGpuProver {
                 Err(e) => held.push((i, failed(srs, e))),
             }
         }
-        if !to_stream.is_empty() || !resident.is_empty() {
-            let t = Instant::now();
-            let bases = read_bases(srs);
-            let read_ms = t.elapsed().as_secs_f64() * 1e3;
-            match bases {
-                Err(e) => held.extend(
-                    to_stream
-                        .iter()
-                        .chain(&resident)
-                        .map(|&(i, _)| (i, failed(srs, e.clone()))),
-                ),
+        // Resident: the file read piece by piece into each GPU's copy (the host holds a piece
+        // at a time). Streamed: read whole into the pinned copy the GPUs read from (a second
+        // read of the file where some GPUs take it resident and others streamed).
+        if !resident.is_empty() {
+            held.extend(self.place_resident(&resident, srs));
+        }
+        if !to_stream.is_empty() {
+            match read_bases(srs) {
+                Err(e) => held.extend(to_stream.iter().map(|&(i, _)| (i, failed(srs, e.clone())))),
                 Ok((b, reservation)) => {
-                    held.extend(self.place_resident(&resident, &b, srs, read_ms));
-                    if !to_stream.is_empty() {
-                        held.extend(self.place_streamed(&to_stream, b, reservation, srs));
-                    }
+                    held.extend(self.place_streamed(&to_stream, b, reservation, srs))
                 }
             }
         }
@@ -117,50 +112,114 @@ impl CuzkGpuProver {
             .unwrap_or_else(|| Err(Error::internal("parameters vanished while loading")))
     }
 
-    /// Copies the bases `b` (read in `read_ms`) into the memory of each of the GPUs `gpus`.
-    fn place_resident(
-        &self,
-        gpus: &[(usize, Plan)],
-        b: &Bases,
-        srs: &Srs,
-        read_ms: f64,
-    ) -> Vec<(usize, Held)> {
-        gpus.iter()
-            .map(|&(i, plan)| {
-                let gpu = &self.gpus[i];
-                let t = Instant::now();
+    /// Reads `srs`'s bases piece by piece into the memory of each of the GPUs `gpus`: the
+    /// host holds one piece at a time ([`PIECE_HOST_BYTES`], reserved in the budget), never
+    /// the parameters whole. A GPU that cannot take them fails alone; a bad file fails all.
+    fn place_resident(&self, gpus: &[(usize, Plan)], srs: &Srs) -> Vec<(usize, Held)> {
+        let all_fail = |e: Error| {
+            gpus.iter()
+                .map(|&(i, _)| (i, failed(srs, e.clone())))
+                .collect()
+        };
+        let counts = match check_file(&srs.path) {
+            Ok(layout) => layout.counts.map(|c| c as usize),
+            Err(e) => return all_fail(e),
+        };
+        if counts[3] != counts[4] {
+            return all_fail(Error::params(format!(
+                "{}: {} B points in G1 and {} in G2: damaged parameters; fetch them again",
+                srs.path.display(),
+                counts[3],
+                counts[4]
+            )));
+        }
+        let _pieces = match host_room(srs, PIECE_HOST_BYTES) {
+            Ok(r) => r,
+            Err(e) => return all_fail(e),
+        };
+        let t = Instant::now();
+        // Each GPU's device copy, made empty, then filled piece by piece; a GPU whose copy
+        // fails leaves the others going.
+        let mut out: Vec<(usize, Held)> = Vec::new();
+        let mut filling: Vec<(usize, Plan, DeviceSrs)> = Vec::new();
+        for &(i, plan) in gpus {
+            let gpu = &self.gpus[i];
+            let _busy = gpu.busy.lock();
+            match DeviceSrs::resident_unfilled(
+                gpu.ordinal,
+                [counts[0], counts[1], counts[2], counts[3]],
+                plan.lean,
+            ) {
+                Ok(dev) => filling.push((i, plan, dev)),
+                Err(e) => out.push((i, no_room(gpu, srs, e))),
+            }
+        }
+        let mut copy_ms = 0.0;
+        let read = srs.read_bases_in(0, |piece| {
+            let c = Instant::now();
+            let mut k = 0;
+            while k < filling.len() {
+                let (i, _, dev) = &mut filling[k];
+                let gpu = &self.gpus[*i];
                 let _busy = gpu.busy.lock();
-                let held = match DeviceSrs::upload(
-                    gpu.ordinal,
-                    &b.h,
-                    &b.l,
-                    &b.a,
-                    &b.b_g1,
-                    &b.b_g2,
-                    plan.lean,
-                ) {
-                    Ok(dev) => {
-                        log::info!(
-                            "{}: parameters {} resident on the GPU ({} MiB; read {:.0} ms, \
-                             copied {:.0} ms); {plan}",
-                            gpu.name,
-                            srs.path.display(),
-                            dev.bytes() >> 20,
-                            read_ms,
-                            t.elapsed().as_secs_f64() * 1e3
-                        );
-                        Held::Loaded(Arc::new(Loaded {
-                            dev,
-                            generation: srs.generation,
-                            plan,
-                            _host_copy: None,
-                        }))
+                let r = match piece {
+                    BasesPiece::G1 {
+                        kind,
+                        first,
+                        points,
+                    } => {
+                        let kind = match kind {
+                            G1Kind::H => G1Bases::H,
+                            G1Kind::L => G1Bases::L,
+                            G1Kind::A => G1Bases::A,
+                            G1Kind::BG1 => G1Bases::BG1,
+                        };
+                        dev.fill_g1(kind, first, points)
                     }
-                    Err(e) => no_room(gpu, srs, e),
+                    BasesPiece::BG2 { first, points } => dev.fill_b_g2(first, points),
                 };
-                (i, held)
-            })
-            .collect()
+                match r {
+                    Ok(()) => k += 1,
+                    Err(e) => {
+                        let (i, _, _) = filling.swap_remove(k);
+                        out.push((i, no_room(&self.gpus[i], srs, e)));
+                    }
+                }
+            }
+            copy_ms += c.elapsed().as_secs_f64() * 1e3;
+            Ok(())
+        });
+        if let Err(e) = read {
+            out.extend(
+                filling
+                    .into_iter()
+                    .map(|(i, _, _)| (i, failed(srs, e.clone()))),
+            );
+            return out;
+        }
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        for (i, plan, dev) in filling {
+            let gpu = &self.gpus[i];
+            log::info!(
+                "{}: parameters {} resident on the GPU ({} MiB; read and copied piece by piece \
+                 in {:.0} ms, {:.0} ms of it copying); {plan}",
+                gpu.name,
+                srs.path.display(),
+                dev.bytes() >> 20,
+                ms,
+                copy_ms
+            );
+            out.push((
+                i,
+                Held::Loaded(Arc::new(Loaded {
+                    dev,
+                    generation: srs.generation,
+                    plan,
+                    _host_copy: None,
+                })),
+            ));
+        }
+        out
     }
 
     /// Pins the bases `b` in host memory, where `reservation` holds them in the budget, and
@@ -323,20 +382,24 @@ pub fn plan_bytes(srs: &Srs, p: Plan) -> u64 {
 
 /// Reads `srs`'s bases into host memory, first reserving the file's size in the memory budget.
 fn read_bases(srs: &Srs) -> Result<(Bases, Reservation)> {
-    srs.budget()
-        .try_acquire(srs.file_len)
-        .ok_or_else(|| {
-            Error::new(
-                Status::ResourceExhausted,
-                format!(
-                    "reading {} for the GPU needs {} MiB of host memory, more than the \
-                     memory budget has free",
-                    srs.path.display(),
-                    srs.file_len >> 20
-                ),
-            )
-        })
-        .and_then(|reservation| srs.read_bases().map(|b| (b, reservation)))
+    let reservation = host_room(srs, srs.file_len)?;
+    srs.read_bases().map(|b| (b, reservation))
+}
+
+/// `bytes` of the memory budget for reading `srs`'s bases, or RESOURCE_EXHAUSTED (passing: not
+/// remembered) where the budget has not that much free now.
+fn host_room(srs: &Srs, bytes: u64) -> Result<Reservation> {
+    srs.budget().try_acquire(bytes).ok_or_else(|| {
+        Error::new(
+            Status::ResourceExhausted,
+            format!(
+                "reading {} for the GPU needs {} MiB of host memory, more than the memory \
+                 budget has free",
+                srs.path.display(),
+                bytes >> 20
+            ),
+        )
+    })
 }
 
 /// A GPU's failure to load `srs`'s parameters, kept for this version of the file.
