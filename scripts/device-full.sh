@@ -8,6 +8,9 @@
 #                                       # native (issue 25: witness CPU by path, 16 at once, and
 #                                       # the 32 GiB stream with native and witness synthesis)
 #                                       # or both (native, then small's 24 and 16 GiB limits)
+#                                       # or msm (parameters resident, read piece by piece: the
+#                                       # host's peak; the H MSM's shapes swept in one engine,
+#                                       # then the 6-proof stream with the fastest)
 #   scripts/device-full.sh poll [SECS]  # waits up to SECS (default 540) for the run, packs what
 #                                       # is there into $OUT/results.tgz, prints the log's tail
 #   scripts/device-full.sh check        # in the foreground, first: parameter sets generated on
@@ -144,6 +147,25 @@ case ${1:-} in
             --memory-budget-gib 100 --json "$W/stream-$mode.json" --timeline "$W/stream-$mode.timeline"
           kill $s; unset CUZK_SYNTHESIS; grep -vE '^\s*$' "$W/stream-$mode.out" | tail -14
         done ;;
+      msm)
+        # Issues 24 and 25: the 32 GiB parameters resident on the GPU, read from the file piece
+        # by piece (the host's peak RSS with them resident); the large MSMs' shapes (windows x
+        # batches, 0x0 the default) swept in the same engine, two proofs each; then the stream
+        # of 6 proofs with the shape of the fewest kernel ms. Every proof verified (self-check
+        # and verify_seal).
+        P=$W/p32; mkdir -p "$P"
+        timed fixture-32 $BIN fixture --sector-size 32GiB --sector-id 1 --miner-id 1000 -o "$P/c1-32GiB.json"
+        stamp "32GiB parameters and recording"
+        timed gen-32 $BIN --params-dir "$P" params gen --sector-size 32GiB $(rec_opt "$P"); head -20 "$W/gen-32.out"
+        stamp "MSM shapes, then a stream of 6 proofs"
+        s=$(smi msm)
+        timed msm $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 6 -j 3 --memory-budget-gib 100 \
+          --msm-shapes ${MSM_SHAPES:-0x0,16x1,18x1,20x1,22x1} --msm-sweep-proofs 2 \
+          --json "$W/msm.json" --timeline "$W/msm.timeline" --svg "$W/msm.svg"
+        kill $s
+        grep -E 'resident on the GPU|streamed from|device memory for' "$W/msm.log" | head -4
+        grep -vE '^\s*$' "$W/msm.out" | tail -24
+        echo "device memory peak (nvidia-smi): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0 > m) m = $2+0} END {print m " MiB"}' "$W/msm.smi")" ;;
       both)
         # Issues 24 and 25 in one device session, the 32 GiB parameters generated once: the
         # native plan, then the small plan's limits (native witnesses, the default), two proofs
@@ -164,5 +186,5 @@ case ${1:-} in
         kill $s; grep -vE '^\s*$' "$W/bench-64.out" | tail -30 ;;
     esac
     stamp "END" ;;
-  *) echo "usage: $0 check | start 32|64|small|native|both | poll [SECS]" >&2; exit 2 ;;
+  *) echo "usage: $0 check | start 32|64|small|native|both|msm | poll [SECS]" >&2; exit 2 ;;
 esac
