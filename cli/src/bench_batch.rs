@@ -643,3 +643,17 @@ fn msm_sweep(a: &BatchArgs, engine: &Engine, req: &JobRequest, c1: &[u8]) -> Res
     sweep.chosen = Some(chosen);
     Ok(sweep)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_shape;
+
+    #[test]
+    fn msm_shapes_are_wbits_x_batches() {
+        assert_eq!(parse_shape("20x1").unwrap(), (20, 1));
+        assert_eq!(parse_shape("0x0").unwrap(), (0, 0));
+        for bad in ["20", "x1", "20x", "ax1", "20*1"] {
+            assert!(parse_shape(bad).is_err(), "{bad}");
+        }
+    }
+}
