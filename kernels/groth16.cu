@@ -712,48 +712,47 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
             tb2 = w.tb2;
         }
 
-        // h = icoset_ntt((coset_ntt(intt(a)) * coset_ntt(intt(b)) - coset_ntt(intt(c))) / Z)
+        // h = icoset_ntt((A_c * B_c - C_c) / Z_c), the textbook chain of 7 NTTs (X_c: the
+        // coset NTT of intt(x); Z_c = g^n - 1 on the whole coset, g its generator), in 6:
+        // the coset iNTT is linear and undoes the coset NTT, so
+        //   h = (icoset_ntt(A_c * B_c) - intt(c)) / (g^n - 1),
+        // the same values for any a, b and c, c never going to the coset.
         CUDA_OK(cudaEventRecord(w.tm[0], st));
-        // Z on the coset is g^domain - 1 everywhere (g: the NTT's coset generator).
         fr_t z = group_gen;
         for (uint32_t i = 0; i < lg; i++)
             z ^= 2;
-        z = (z - fr_t::one()).reciprocal();
-        auto to_coset = [&](fr_t* v) {
-            cuzk_ntt::NTT_internal(v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse,
-                                   NTT::Type::standard, sst);
-            cuzk_ntt::NTT_internal(v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward,
-                                   NTT::Type::coset, sst);
+        z = (z - fr_t::one()).reciprocal();  // 1 / (g^n - 1)
+        auto ntt = [&](fr_t* v, NTT::InputOutputOrder order, NTT::Direction dir, NTT::Type type) {
+            cuzk_ntt::NTT_internal(v, lg, order, dir, type, sst);
         };
-        if (g->lean) {
-            // One vector at a time beside the running product (two of the domain in all):
-            // a, then b (a *= b), then c (a = (a - c) / Z), each from the recording.
-            const fr_t one = fr_t::one();
-            const fr_t zero = one - one;
-            const cuzk_wit_t wit{g->inp, g->classes, nullptr, g->rank, g->oth_val};
-            for (int k = 0; k < 3; k++) {
-                fr_t* v = d[k];
-                if (rec->rows)
-                    cuzk_product<<<sms * 8, 256, 0, st>>>(v, rec->m[k], rec->rows, rec->dict, wit,
-                                                          one, zero);
-                if (rec->rows < domain)
-                    CUDA_OK(cudaMemsetAsync(v + rec->rows, 0, (domain - rec->rows) * sizeof(fr_t),
-                                            st));
-                CUDA_OK(cudaGetLastError());
-                to_coset(v);
-                if (k == 1)
-                    cuzk_mul<<<sms * 2, 1024, 0, st>>>(d[0], v, domain);
-                else if (k == 2)
-                    cuzk_sub_scale<<<sms * 2, 1024, 0, st>>>(d[0], v, z, domain);
-            }
-        } else {
-            for (int k = 0; k < 3; k++)
-                to_coset(d[k]);
-            cuzk_h_combine<<<sms * 2, 1024, 0, st>>>(d[0], d[1], d[2], z, domain);
+        // A lean stage computes a, b and c one at a time from the recording into its two
+        // working vectors (a in d[0]; b, then c, in d[1]); a full stage holds them.
+        const fr_t one = fr_t::one();
+        const fr_t zero = one - one;
+        const cuzk_wit_t wit{g->inp, g->classes, nullptr, g->rank, g->oth_val};
+        auto evaluate = [&](int k) {
+            if (!g->lean)
+                return;
+            if (rec->rows)
+                cuzk_product<<<sms * 8, 256, 0, st>>>(d[k], rec->m[k], rec->rows, rec->dict, wit,
+                                                      one, zero);
+            if (rec->rows < domain)
+                CUDA_OK(cudaMemsetAsync(d[k] + rec->rows, 0, (domain - rec->rows) * sizeof(fr_t),
+                                        st));
+            CUDA_OK(cudaGetLastError());
+        };
+        for (int k = 0; k < 2; k++) {
+            evaluate(k);
+            ntt(d[k], NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
+            ntt(d[k], NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
         }
+        cuzk_mul<<<sms * 2, 1024, 0, st>>>(d[0], d[1], domain);
         CUDA_OK(cudaGetLastError());
-        cuzk_ntt::NTT_internal(d[0], lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse,
-                               NTT::Type::coset, sst);
+        ntt(d[0], NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+        evaluate(2);
+        ntt(d[2], NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::standard);
+        cuzk_sub_scale<<<sms * 2, 1024, 0, st>>>(d[0], d[2], z, domain);
+        CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaEventRecord(w.tm[1], st));
 
         const size_t nw = CUZK_MAX_WINS + 1;

@@ -1,4 +1,4 @@
-// cuzk's own kernels for a partition: the h chain's element-wise step, the density compaction
+// cuzk's own kernels for a partition: the h chain's element-wise steps, the density compaction
 // of the A and B scalars, the split of scalars into ones and others, gathers, and the sparse
 // product of a circuit's recording with a compact witness, with its row check.
 
@@ -6,18 +6,6 @@
 #define CUZK_KERNELS_CUH
 
 #include "types.cuh"
-
-// The h chain's element-wise step: a = (a * b - c) * z, in place.
-__launch_bounds__(1024) __global__
-void cuzk_h_combine(fr_t* a, const fr_t* b, const fr_t* c, fr_t z, size_t n)
-{
-    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
-         i += (size_t)blockDim.x * gridDim.x) {
-        fr_t t = a[i] * b[i];
-        t -= c[i];
-        a[i] = t * z;
-    }
-}
 
 // Keeps the elements of `in` whose bit is set in `bits` (one bit per element, 64 per word),
 // in order: out[prefix[w] + rank of the bit within word w] = in[i]. `prefix[w]` counts the
@@ -223,7 +211,7 @@ void cuzk_check_rows(cuzk_csr_t ma, cuzk_csr_t mb, cuzk_csr_t mc, size_t rows,
     }
 }
 
-// a[i] *= b[i] (the lean h chain, after a and b are on the coset).
+// a[i] *= b[i] (the h chain, after a and b are on the coset).
 __launch_bounds__(1024) __global__
 void cuzk_mul(fr_t* a, const fr_t* b, size_t n)
 {
@@ -232,7 +220,7 @@ void cuzk_mul(fr_t* a, const fr_t* b, size_t n)
         a[i] = a[i] * b[i];
 }
 
-// a[i] = (a[i] - c[i]) * z (the lean h chain's last element-wise step).
+// a[i] = (a[i] - c[i]) * z (the h chain's last step).
 __launch_bounds__(1024) __global__
 void cuzk_sub_scale(fr_t* a, const fr_t* c, fr_t z, size_t n)
 {

@@ -211,3 +211,54 @@ impl CpuProver {
         assemble_proof(&params.vk, r, s, h, l, a_sum, b1_sum, b2_sum)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ff::Field;
+    use rand::SeedableRng;
+
+    /// The GPU prover's h chain in 6 NTTs (kernels/groth16.cu), h = (icoset_ntt(A_c · B_c) -
+    /// intt(c)) / (g^n - 1), computed here with bellperson's own domain operations, is the
+    /// textbook chain's h (compute_h, 7 NTTs) for any a, b and c, rows satisfied or not.
+    #[test]
+    fn the_six_ntt_h_chain_is_the_textbooks() {
+        let worker = Worker::new();
+        let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(5);
+        let six = |a: &[Fr], b: &[Fr], c: &[Fr]| -> Vec<Fr> {
+            let mut kern: Option<LockedFftKernel<Fr>> = None;
+            let mut a = EvaluationDomain::from_coeffs(a.to_vec()).unwrap();
+            let mut b = EvaluationDomain::from_coeffs(b.to_vec()).unwrap();
+            let mut c = EvaluationDomain::from_coeffs(c.to_vec()).unwrap();
+            EvaluationDomain::ifft_many(&mut [&mut a, &mut b], &worker, &mut kern).unwrap();
+            EvaluationDomain::coset_fft_many(&mut [&mut a, &mut b], &worker, &mut kern).unwrap();
+            a.mul_assign(&worker, &b);
+            a.icoset_fft(&worker, &mut kern).unwrap();
+            c.ifft(&worker, &mut kern).unwrap();
+            a.sub_assign(&worker, &c);
+            // Divides by Z on the coset, g^n - 1: the same constant.
+            a.divide_by_z_on_coset(&worker);
+            a.into_coeffs()
+        };
+        let reprs = |h: &[Fr]| h.iter().map(|s| s.to_repr()).collect::<Vec<_>>();
+        for len in [1usize, 2, 5, 64, 100, 1000, 4097] {
+            let a: Vec<Fr> = (0..len).map(|_| Fr::random(&mut rng)).collect();
+            let b: Vec<Fr> = (0..len).map(|_| Fr::random(&mut rng)).collect();
+            for satisfied in [true, false] {
+                let c: Vec<Fr> = if satisfied {
+                    a.iter().zip(&b).map(|(x, y)| x * y).collect()
+                } else {
+                    (0..len).map(|_| Fr::random(&mut rng)).collect()
+                };
+                let h = six(&a, &b, &c);
+                let n = h.len() - 1;
+                let want = compute_h(&worker, a.clone(), b.clone(), c.clone()).unwrap();
+                assert_eq!(reprs(&h[..n]), want, "{len} rows, satisfied: {satisfied}");
+                // Satisfied rows: A·B - C vanishes on the domain, h has degree n - 2 at most.
+                if satisfied {
+                    assert_eq!(h[n], Fr::ZERO, "{len} rows (domain {})", h.len());
+                }
+            }
+        }
+    }
+}
