@@ -159,11 +159,15 @@ enum {
  * file's uncompressed points are laid out in memory: G1 96 bytes, G2 192) to the points
  * [first, first + n) of kind `kind` and returns when done. Every point of every kind must be
  * filled once before cuzk_gpu_prove takes the handle (it answers CUZK_KERNELS_EINVAL until
- * then). Calls on one handle must not overlap. */
+ * then); a range past the end of its kind, or with points filled before, is refused
+ * (CUZK_KERNELS_EINVAL, nothing copied). A copy that fails leaves its range unfilled. Calls
+ * on one handle must not overlap. */
 int cuzk_gpu_srs_fill(cuzk_gpu_srs* s, uint32_t kind, size_t first, const void* src, size_t n,
                       char* err, size_t errlen);
 /* Device memory held (bases where resident, and the working buffers), in bytes. */
 size_t cuzk_gpu_srs_bytes(const cuzk_gpu_srs* s);
+/* Points of every kind still to fill (cuzk_gpu_srs_fill); 0 for a handle made filled. */
+size_t cuzk_gpu_srs_unfilled(const cuzk_gpu_srs* s);
 /* Frees the handle (NULL is ignored) once its GPU's work is done. */
 void cuzk_gpu_srs_free(cuzk_gpu_srs* s);
 /* How a GPU proves a circuit (flags of cuzk_gpu_working_bytes):
@@ -190,13 +194,17 @@ size_t cuzk_gpu_working_bytes(uint32_t lg_domain, size_t n_inp, size_t n_aux, si
  * below 64): an allocation past it fails with cudaErrorMemoryAllocation, as on a card with no
  * more memory. SIZE_MAX: no cap (the default). Thread-safe; applies to later allocations. */
 int cuzk_gpu_set_mem_cap(int ordinal, size_t bytes);
-/* The shape of MSMs of 2^16 points or more (the H MSM) from the next call on: windows of
- * `wbits` bits (CUZK_MSM_MIN_WBITS..CUZK_MSM_MAX_WBITS) in `batches` batches (at most
- * CUZK_MSM_MAX_BATCHES); 0 keeps the prover's own choice (CUZK_MSM_WBITS and CUZK_MSM_BATCHES
- * set the same at start). For tuning: the buffers grow to the new shape, and device memory
- * plans made before do not count the growth. Thread-safe. CUZK_KERNELS_EINVAL when out of
+/* The shape of the H MSM, where it has 2^16 points or more, from the next call on (the tail
+ * MSMs keep theirs): windows of `wbits` bits (CUZK_MSM_MIN_WBITS..CUZK_MSM_MAX_WBITS) in
+ * `batches` batches (at most CUZK_MSM_MAX_BATCHES); 0 keeps the prover's own choice
+ * (CUZK_MSM_WBITS and CUZK_MSM_BATCHES set the same at start). For tuning: the buffers grow to
+ * the new shape and stay at their largest, and device memory plans made before do not count
+ * the growth. Thread-safe; the two settings change together. CUZK_KERNELS_EINVAL when out of
  * range (nothing changes). */
 int cuzk_gpu_msm_tune(uint32_t wbits, uint32_t batches);
+/* The H MSM's shape as cuzk_gpu_msm_tune (or the environment) last set it; 0: the prover's
+ * own choice. Thread-safe; either pointer may be NULL. */
+void cuzk_gpu_msm_tuning(uint32_t* wbits, uint32_t* batches);
 #define CUZK_MSM_MIN_WBITS 10u
 #define CUZK_MSM_MAX_WBITS 22u
 #define CUZK_MSM_MAX_BATCHES 64u

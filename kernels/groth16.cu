@@ -33,6 +33,7 @@ static_assert(CUZK_MAX_LG_DOMAIN <= MAX_LG_DOMAIN_SIZE, "the NTT's twiddles reac
 class cuzk_ntt : public NTT {
 public:
     using NTT::NTT_internal;
+    using NTT::bit_rev;
 };
 
 // Exclusive prefix counts of set bits, one per 64-bit word.
@@ -348,7 +349,7 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
         }
         s->ws = std::make_unique<prove_ws_t>(gpu.sm_count());
         if (!lean)
-            s->ws->h.reserve(msm_shape(nh, s->hs ? s->hs->cap : SIZE_MAX));
+            s->ws->h.reserve(msm_shape(nh, s->hs ? s->hs->cap : SIZE_MAX, true));
         *out = s.release();
         return CUZK_KERNELS_OK;
     } CUZK_CATCH_RETURN
@@ -372,16 +373,21 @@ int cuzk_gpu_srs_fill(cuzk_gpu_srs* s, uint32_t kind, size_t first, const void* 
         default:
             return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL, "no such kind of bases");
         }
-        if (first > count || n > count - first || n > s->unfilled)
+        if (first > count || n > count - first)
             return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
                              "the points lie past the end of their kind's bases");
+        // Checked before the copy, recorded after it: a refused range changes nothing, a
+        // failed copy leaves its range to fill again.
+        if (!s->unfilled_range(kind, first, n))
+            return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
+                             "some of the points were filled before");
         if (n) {
             device_scope_t keep;
             select_gpu(s->gpu);
             CUDA_OK(cudaMemcpy(static_cast<char*>(dst) + first * size, src, n * size,
                                cudaMemcpyHostToDevice));
         }
-        s->unfilled -= n;
+        s->mark_filled(kind, first, n);
         return CUZK_KERNELS_OK;
     } CUZK_CATCH_RETURN
 }
@@ -391,12 +397,22 @@ int cuzk_gpu_msm_tune(uint32_t wbits, uint32_t batches)
     if ((wbits && (wbits < CUZK_MSM_MIN_WBITS || wbits > CUZK_MSM_MAX_WBITS)) ||
         batches > CUZK_MSM_MAX_BATCHES)
         return CUZK_KERNELS_EINVAL;
-    msm_tuning().wbits.store(wbits);
-    msm_tuning().batches.store(batches);
+    msm_tuning().shape.store(msm_tuning_t::pack(wbits, batches));
     return CUZK_KERNELS_OK;
 }
 
+void cuzk_gpu_msm_tuning(uint32_t* wbits, uint32_t* batches)
+{
+    const uint64_t v = msm_tuning().shape.load();
+    if (wbits)
+        *wbits = (uint32_t)(v >> 32);
+    if (batches)
+        *batches = (uint32_t)v;
+}
+
 size_t cuzk_gpu_srs_bytes(const cuzk_gpu_srs* s) { return s ? s->bytes() : 0; }
+
+size_t cuzk_gpu_srs_unfilled(const cuzk_gpu_srs* s) { return s ? s->unfilled : 0; }
 
 void cuzk_gpu_srs_free(cuzk_gpu_srs* s)
 {
@@ -748,11 +764,13 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
         }
         cuzk_mul<<<sms * 2, 1024, 0, st>>>(d[0], d[1], domain);
         CUDA_OK(cudaGetLastError());
-        ntt(d[0], NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+        // Both back in bit-reversed order (no reordering pass each), h put in order once.
+        ntt(d[0], NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::coset);
         evaluate(2);
-        ntt(d[2], NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::standard);
+        ntt(d[2], NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
         cuzk_sub_scale<<<sms * 2, 1024, 0, st>>>(d[0], d[2], z, domain);
         CUDA_OK(cudaGetLastError());
+        cuzk_ntt::bit_rev(d[0], d[0], lg, sst);
         CUDA_OK(cudaEventRecord(w.tm[1], st));
 
         const size_t nw = CUZK_MAX_WINS + 1;
@@ -762,7 +780,7 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
             // buffers and digits go there where they fit.
             uint8_t* v = reinterpret_cast<uint8_t*>(d[1]);
             const size_t room = domain * sizeof(fr_t);
-            const msm_shape_t hs_shape = msm_shape(s->nh, s->hs ? s->hs->cap : SIZE_MAX);
+            const msm_shape_t hs_shape = msm_shape(s->nh, s->hs ? s->hs->cap : SIZE_MAX, true);
             const size_t bufs = s->hs ? base_stream_t<affine_d>::bytes_for(s->hs->cap) : 0;
             if (h_lent_fits(domain, bufs, msm_ws_t<bucket_t>::temps(hs_shape))) {
                 const size_t off = (bufs + 255) & ~(size_t)255;
@@ -777,7 +795,7 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
             }
         }
         shp[0] = msm_enqueue<bucket_t, affine_d>(gpu, w.h, w.ev, s->h, d[0], s->nh, w.res1, st,
-                                                 sd, 0, s->hs.get());
+                                                 sd, 0, s->hs.get(), SIZE_MAX, true);
         if (s->hs)
             s->hs->lent = nullptr;
         w.h.lent = nullptr;

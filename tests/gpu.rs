@@ -19,7 +19,9 @@ use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use common::tools::paramgen::Comb;
-use cuzk::sys::gpu_prover::{DeviceSrs, G1Bases, MsmResults, PartitionInput, PinnedBases};
+use cuzk::sys::gpu_prover::{
+    DeviceSrs, G1Bases, KernelError, MsmResults, PartitionInput, PinnedBases,
+};
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
@@ -255,12 +257,32 @@ impl Case {
             srs.fill_g1(G1Bases::L, l.len() - 1, &l[..2]).is_err(),
             "a piece past the end of L was taken"
         );
+        // Points filled before are refused, whole or in part, and change nothing: the count of
+        // points still to fill cannot reach 0 with some never copied.
+        assert_eq!(srs.unfilled(), b2.len(), "G1 filled, B in G2 left");
+        let again = |r: Result<(), KernelError>| {
+            let e = r.expect_err("points filled twice");
+            assert!(e.message.contains("filled before"), "{e}");
+        };
+        again(srs.fill_g1(G1Bases::H, 0, &h[..1]));
+        if !a.is_empty() {
+            again(srs.fill_g1(G1Bases::A, a.len() / 2, &a[a.len() / 2..]));
+        }
+        if b2.len() > 1 {
+            // A piece that overlaps the filled one at its start by one point.
+            srs.fill_b_g2(0, &b2[..1]).unwrap();
+            again(srs.fill_b_g2(0, &b2[..2.min(b2.len())]));
+            assert_eq!(srs.unfilled(), b2.len() - 1);
+        }
         let mut pieces = starts(b2.len());
         let last = pieces.pop().expect("B has points");
         for first in pieces {
             srs.fill_b_g2(first, &b2[first..end(first, b2.len())])
                 .unwrap();
         }
+        let filled_first = usize::from(b2.len() > 1);
+        let rest = end(last, b2.len()) - last - filled_first;
+        assert_eq!(srs.unfilled(), rest, "only the first piece of B in G2 left");
         let mut stage = srs
             .stage(self.lg, self.inputs.len(), self.aux.len(), false)
             .unwrap();
@@ -269,7 +291,9 @@ impl Case {
             .prove(&mut stage)
             .expect_err("a proof with bases not all filled in");
         assert!(e.message.contains("not all filled"), "{e}");
-        srs.fill_b_g2(last, &b2[last..end(last, b2.len())]).unwrap();
+        let from = last + filled_first;
+        srs.fill_b_g2(from, &b2[from..end(last, b2.len())]).unwrap();
+        assert_eq!(srs.unfilled(), 0);
         srs
     }
 

@@ -122,7 +122,7 @@ pub fn batch(args: BatchCmdArgs, params_dir: PathBuf) -> Result<ExitCode, Error>
     } = args;
     let msm_shapes = msm_shapes
         .iter()
-        .map(|t| parse_shape(t))
+        .map(|t| parse_shape(t).and_then(check_shape))
         .collect::<Result<Vec<_>, _>>()?;
     bench_batch(BatchArgs {
         memory_budget: memory_budget_gib << 30,
@@ -160,17 +160,48 @@ fn parse_shape(t: &str) -> Result<(u32, u32), Error> {
         })
 }
 
-/// Sets the shape of the prover's large MSMs (cuzk's GPU prover only).
+/// A shape of --msm-shapes the prover takes, before anything is loaded (cuda build only).
+#[cfg(feature = "cuda")]
+fn check_shape((wbits, batches): (u32, u32)) -> Result<(u32, u32), Error> {
+    use cuzk::sys::gpu_prover::{
+        msm_shape_in_range, MSM_MAX_BATCHES, MSM_MAX_WBITS, MSM_MIN_WBITS,
+    };
+    if msm_shape_in_range(wbits, batches) {
+        return Ok((wbits, batches));
+    }
+    Err(Error::invalid_argument(format!(
+        "--msm-shapes: {wbits}x{batches} is out of range (windows of {MSM_MIN_WBITS}..\
+         {MSM_MAX_WBITS} bits, 1..{MSM_MAX_BATCHES} batches, 0: the prover's own choice)"
+    )))
+}
+
+/// Sets the shape of the prover's H MSM (cuzk's GPU prover only).
 #[cfg(feature = "cuda")]
 fn set_msm_shape((wbits, batches): (u32, u32)) -> Result<(), Error> {
     cuzk::sys::gpu_prover::set_msm_shape(wbits, batches).map_err(Error::invalid_argument)
 }
 
+/// The H MSM's shape before the sweep, to go back to.
+#[cfg(feature = "cuda")]
+fn msm_shape() -> (u32, u32) {
+    cuzk::sys::gpu_prover::msm_shape()
+}
+
 #[cfg(not(feature = "cuda"))]
-fn set_msm_shape(_: (u32, u32)) -> Result<(), Error> {
+fn check_shape(_: (u32, u32)) -> Result<(u32, u32), Error> {
     Err(Error::invalid_argument(
         "--msm-shapes needs the cuda build (cuzk's GPU prover)",
     ))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn set_msm_shape(shape: (u32, u32)) -> Result<(), Error> {
+    check_shape(shape).map(drop)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn msm_shape() -> (u32, u32) {
+    (0, 0)
 }
 
 /// Mean GPU stage times per partition (cuzk's GPU prover) over the proofs that succeeded, and
@@ -178,19 +209,35 @@ fn set_msm_shape(_: (u32, u32)) -> Result<(), Error> {
 fn stage_means<T, E>(
     results: &[Result<(T, f64, cuzk::engine::JobOutput), E>],
 ) -> ([f64; 8], usize) {
+    let stages = gpu_stages(results);
     let mut sum = [0f64; 8];
-    let mut n = 0usize;
-    for (_, _, out) in results.iter().flatten() {
-        for p in &out.partitions {
-            if p.stages.gpu_stages_ms.iter().any(|x| *x > 0.0) {
-                n += 1;
-                for (s, x) in sum.iter_mut().zip(p.stages.gpu_stages_ms) {
-                    *s += x;
-                }
-            }
+    for st in &stages {
+        for (s, x) in sum.iter_mut().zip(st) {
+            *s += x;
         }
     }
-    (sum.map(|s| s / n.max(1) as f64), n)
+    (sum.map(|s| s / stages.len().max(1) as f64), stages.len())
+}
+
+/// The GPU stage times of every partition proved on a GPU.
+fn gpu_stages<T, E>(results: &[Result<(T, f64, cuzk::engine::JobOutput), E>]) -> Vec<[f64; 8]> {
+    results
+        .iter()
+        .flatten()
+        .flat_map(|(_, _, out)| &out.partitions)
+        .map(|p| p.stages.gpu_stages_ms)
+        .filter(|st| st.iter().any(|x| *x > 0.0))
+        .collect()
+}
+
+/// The median of `v` (0 for none).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 struct BatchArgs {
@@ -572,7 +619,9 @@ struct Sweep {
 }
 
 /// --msm-shapes: `msm_sweep_proofs` proofs with each shape, in this engine; leaves the prover
-/// with the shape of the fewest kernel milliseconds per partition.
+/// with the shape of the fewest kernel milliseconds per partition (the median over the
+/// partitions, so that the first partition of a shape, which grows the MSM's buffers, does not
+/// weigh), or with the shape it had where none verified every proof.
 fn msm_sweep(a: &BatchArgs, engine: &Engine, req: &JobRequest, c1: &[u8]) -> Result<Sweep, Error> {
     let mut sweep = Sweep {
         rows: Vec::new(),
@@ -582,8 +631,9 @@ fn msm_sweep(a: &BatchArgs, engine: &Engine, req: &JobRequest, c1: &[u8]) -> Res
     if a.msm_shapes.is_empty() {
         return Ok(sweep);
     }
-    println!("shape (wbits x batches, 0: default)  proofs  s/proof  h_ms  ntt_ms  kernels_ms/partition  verified");
+    println!("shape (wbits x batches, 0: default)  proofs  s/proof  h_ms  ntt_ms  kernels_ms/partition  verified  (ms: medians over the partitions)");
     let mut best: Option<(f64, (u32, u32))> = None;
+    let before = msm_shape();
     for &shape in &a.msm_shapes {
         set_msm_shape(shape)?;
         let pb = progress(a.msm_sweep_proofs, &format!("{}x{}", shape.0, shape.1));
@@ -595,8 +645,13 @@ fn msm_sweep(a: &BatchArgs, engine: &Engine, req: &JobRequest, c1: &[u8]) -> Res
         });
         let secs = t0.elapsed().as_secs_f64();
         pb.finish("done");
-        let (st, n) = stage_means(&results);
-        let kernels: f64 = st[1..].iter().sum();
+        let stages = gpu_stages(&results);
+        let n = stages.len();
+        let kernels = median(stages.iter().map(|st| st[1..].iter().sum()).collect());
+        let (ntt_ms, h_ms) = (
+            median(stages.iter().map(|st| st[1]).collect()),
+            median(stages.iter().map(|st| st[2]).collect()),
+        );
         let verified = results
             .iter()
             .filter(|r| match r {
@@ -623,21 +678,21 @@ fn msm_sweep(a: &BatchArgs, engine: &Engine, req: &JobRequest, c1: &[u8]) -> Res
             format!("{}x{}", shape.0, shape.1),
             a.msm_sweep_proofs,
             per,
-            st[2],
-            st[1],
+            h_ms,
+            ntt_ms,
             kernels,
             a.msm_sweep_proofs
         );
         sweep.rows.push(serde_json::json!({
             "wbits": shape.0, "batches": shape.1, "proofs": a.msm_sweep_proofs,
             "verified": verified, "seconds_per_proof": per, "partitions": n,
-            "h_ms": st[2], "kernels_ms": kernels, "gpu_stages_ms": st,
+            "h_ms": h_ms, "ntt_ms": ntt_ms, "kernels_ms": kernels, "median": true,
         }));
         if n > 0 && verified == a.msm_sweep_proofs && best.is_none_or(|(k, _)| kernels < k) {
             best = Some((kernels, shape));
         }
     }
-    let chosen = best.map_or((0, 0), |(_, s)| s);
+    let chosen = best.map_or(before, |(_, s)| s);
     set_msm_shape(chosen)?;
     println!("the stream runs with MSM shape {}x{}\n", chosen.0, chosen.1);
     sweep.chosen = Some(chosen);
@@ -646,7 +701,7 @@ fn msm_sweep(a: &BatchArgs, engine: &Engine, req: &JobRequest, c1: &[u8]) -> Res
 
 #[cfg(test)]
 mod tests {
-    use super::parse_shape;
+    use super::{check_shape, median, parse_shape};
 
     #[test]
     fn msm_shapes_are_wbits_x_batches() {
@@ -655,5 +710,23 @@ mod tests {
         for bad in ["20", "x1", "20x", "ax1", "20*1"] {
             assert!(parse_shape(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Shapes the prover would refuse are refused when the arguments are read, before any
+    /// parameters load (and every shape without the cuda build).
+    #[test]
+    fn msm_shapes_out_of_range_are_refused_at_once() {
+        for bad in [(9, 1), (23, 1), (16, 65)] {
+            assert!(check_shape(bad).is_err(), "{bad:?}");
+        }
+        let good = check_shape((22, 4));
+        assert_eq!(good.is_ok(), cfg!(feature = "cuda"), "{good:?}");
+    }
+
+    #[test]
+    fn the_sweeps_median_ignores_one_slow_partition() {
+        assert_eq!(median(vec![]), 0.0);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![1000.0, 2.0, 1.0, 3.0]), 2.5);
     }
 }

@@ -8,6 +8,7 @@
 #ifndef CUZK_BUFFERS_CUH
 #define CUZK_BUFFERS_CUH
 
+#include <map>
 #include <memory>
 
 #include "device.cuh"
@@ -187,7 +188,7 @@ struct prove_ws_t {
         const msm_shape_t tail = msm_shape(oth, CUZK_TAIL_STRIDE);
         const size_t nh = sh.domain() - 1;
         const size_t gathered = (oth + oth / 4) * (sizeof(affine_d) + sizeof(affine2_d));
-        const msm_shape_t hshape = msm_shape(nh, streamed ? CUZK_STREAM_STRIDE : SIZE_MAX);
+        const msm_shape_t hshape = msm_shape(nh, streamed ? CUZK_STREAM_STRIDE : SIZE_MAX, true);
         const size_t h_bufs = streamed ? base_stream_t<affine_d>::bytes_for(
                                              std::min<size_t>(std::max<size_t>(nh, 1),
                                                               CUZK_STREAM_STRIDE))
@@ -214,6 +215,7 @@ struct cuzk_gpu_srs {
     bool streamed = false;
     size_t nh = 0, nl = 0, na = 0, nb = 0;
     size_t unfilled = 0;  // points of resident bases still to come (cuzk_gpu_srs_fill)
+    std::map<size_t, size_t> filled[5];  // per CUZK_BASES_* kind: [first, end) ranges, merged
     dev_vec_t<affine_d> h_dev, l_dev, a_dev, b1_dev;
     dev_vec_t<affine2_d> b2_dev;
     const affine_d* h = nullptr;  // what the kernels read
@@ -223,6 +225,37 @@ struct cuzk_gpu_srs {
     const affine2_d* b2 = nullptr;
     std::unique_ptr<prove_ws_t> ws;              // calls on one GPU do not overlap
     std::unique_ptr<base_stream_t<affine_d>> hs;  // streamed: the H bases' device buffers
+
+    // Whether none of [first, first + n) of `kind` was filled before.
+    bool unfilled_range(uint32_t kind, size_t first, size_t n) const
+    {
+        const auto& m = filled[kind];
+        auto next = m.lower_bound(first);  // the first range starting at or after `first`
+        if (!n || (next != m.end() && next->first < first + n))
+            return n == 0;
+        return next == m.begin() || std::prev(next)->second <= first;
+    }
+
+    // Records [first, first + n) of `kind` as filled (unfilled_range first), merged with the
+    // ranges it touches.
+    void mark_filled(uint32_t kind, size_t first, size_t n)
+    {
+        if (!n)
+            return;
+        auto& m = filled[kind];
+        size_t lo = first, hi = first + n;
+        auto next = m.lower_bound(first);
+        if (next != m.begin() && std::prev(next)->second == first) {
+            lo = std::prev(next)->first;
+            m.erase(std::prev(next));
+        }
+        if (next != m.end() && next->first == hi) {
+            hi = next->second;
+            m.erase(next);
+        }
+        m.emplace(lo, hi);
+        unfilled -= n;
+    }
 
     // Device memory held (while no call on this GPU runs).
     size_t bytes() const

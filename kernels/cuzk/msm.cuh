@@ -36,11 +36,12 @@ static uint32_t lg2_floor(size_t n)
 // bounds their digits' memory (~170 MB a batch).
 #define CUZK_TAIL_STRIDE ((size_t)1 << 21)
 
-// Tuning knobs for MSMs of at least 2^16 points (the H MSM): a window size
-// (CUZK_MSM_MIN_WBITS..CUZK_MSM_MAX_WBITS) and a batch count (1..CUZK_MSM_MAX_BATCHES) that
-// replace the ones chosen below; 0 keeps the choice. CUZK_MSM_WBITS and CUZK_MSM_BATCHES set
-// them at start, cuzk_gpu_msm_tune at any time (for a benchmark between calls: buffers grow to
-// the new shape, and plans made before do not count it).
+// Tuning knobs for the H MSM of at least 2^16 points (`tuned` below; the tail MSMs keep their own shape, which the
+// plans count): a window size (CUZK_MSM_MIN_WBITS..CUZK_MSM_MAX_WBITS) and a batch count
+// (1..CUZK_MSM_MAX_BATCHES) that replace the ones chosen below; 0 keeps the choice.
+// CUZK_MSM_WBITS and CUZK_MSM_BATCHES set them at start, cuzk_gpu_msm_tune at any time (for a
+// benchmark between calls: buffers grow to the new shape, and plans made before do not count
+// it). Both live in one word, so an MSM never sees one setting without the other.
 static uint32_t msm_knob(const char* name, uint32_t lo, uint32_t hi)
 {
     const char* v = getenv(name);
@@ -51,11 +52,15 @@ static uint32_t msm_knob(const char* name, uint32_t lo, uint32_t hi)
 }
 
 struct msm_tuning_t {
-    std::atomic<uint32_t> wbits, batches;
+    std::atomic<uint64_t> shape;  // wbits << 32 | batches
     msm_tuning_t()
-        : wbits(msm_knob("CUZK_MSM_WBITS", CUZK_MSM_MIN_WBITS, CUZK_MSM_MAX_WBITS)),
-          batches(msm_knob("CUZK_MSM_BATCHES", 1, CUZK_MSM_MAX_BATCHES))
+        : shape(pack(msm_knob("CUZK_MSM_WBITS", CUZK_MSM_MIN_WBITS, CUZK_MSM_MAX_WBITS),
+                     msm_knob("CUZK_MSM_BATCHES", 1, CUZK_MSM_MAX_BATCHES)))
     {}
+    static uint64_t pack(uint32_t wbits, uint32_t batches)
+    {
+        return (uint64_t)wbits << 32 | batches;
+    }
 };
 
 static msm_tuning_t& msm_tuning()
@@ -64,11 +69,12 @@ static msm_tuning_t& msm_tuning()
     return t;
 }
 
-static msm_shape_t msm_shape(size_t n, size_t max_stride = SIZE_MAX)
+// `tuned`: the H MSM, whose shape the knobs above set where it has at least 2^16 points.
+static msm_shape_t msm_shape(size_t n, size_t max_stride = SIZE_MAX, bool tuned = false)
 {
-    const uint32_t knob_wbits = msm_tuning().wbits.load();
-    const uint32_t knob_batches = msm_tuning().batches.load();
     const bool large = n >= ((size_t)1 << 16);
+    const uint64_t knobs = tuned && large ? msm_tuning().shape.load() : 0;
+    const uint32_t knob_wbits = (uint32_t)(knobs >> 32), knob_batches = (uint32_t)knobs;
     msm_shape_t s;
     s.n = n;
     // Measured on the H200 at 2^21 points (BENCHMARKS.md, stage 5): one batch beats sppark's
@@ -78,12 +84,12 @@ static msm_shape_t msm_shape(size_t n, size_t max_stride = SIZE_MAX)
     // 2^24 points (~1.3 GB of digits and sort space).
     const uint32_t lg = lg2_floor(n + n / 2);  // 21 for the 2^21 - 1 points of H at 2^21
     s.wbits = lg < 16 ? 10 : std::min<uint32_t>(lg - 6, 16);
-    if (large && knob_wbits)
+    if (knob_wbits)
         s.wbits = knob_wbits;
     const uint32_t nbits = fr_t::bit_length();
     s.nwins = (nbits - 1) / s.wbits + 1;
     s.batches = (uint32_t)std::max<size_t>(1, (n + ((size_t)1 << 24) - 1) >> 24);
-    if (large && knob_batches)
+    if (knob_batches)
         s.batches = knob_batches;
     if (max_stride < SIZE_MAX)
         s.batches = std::max<uint32_t>(s.batches, (uint32_t)((n + max_stride - 1) / max_stride));
@@ -240,10 +246,10 @@ static msm_shape_t msm_enqueue(const gpu_t& gpu, msm_ws_t<bucket>& ws, msm_event
                                const affine_dev* bases, const fr_t* scalars, size_t n,
                                typename bucket::mem_t* wins, cudaStream_t st, cudaStream_t sd,
                                uint32_t sid, base_stream_t<affine_dev>* sb = nullptr,
-                               size_t max_stride = SIZE_MAX)
+                               size_t max_stride = SIZE_MAX, bool tuned = false)
 {
     typedef typename bucket::mem_t bucket_d;
-    msm_shape_t s = msm_shape(n, sb ? sb->cap : max_stride);
+    msm_shape_t s = msm_shape(n, sb ? sb->cap : max_stride, tuned);
     CUDA_OK(cudaMemsetAsync(wins, 0, (s.nwins + 1) * sizeof(bucket_d), st));
     if (n == 0)
         return s;

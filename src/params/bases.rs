@@ -52,7 +52,8 @@ pub enum BasesPiece<'a> {
 const CHUNK: usize = 64 << 20;
 
 /// Host memory [`Srs::read_bases_in`] holds at most with its default pieces: a piece's bytes
-/// and its points (the same size), with room to spare.
+/// and its points (the same size, each in one buffer kept from piece to piece), with room to
+/// spare.
 pub const PIECE_HOST_BYTES: u64 = 3 * CHUNK as u64;
 
 /// Reads `count` points of `N` bytes from `start`, `per` at a time, each piece parsed in
@@ -67,10 +68,12 @@ fn read_section<P, const N: usize>(
     mut sink: impl FnMut(usize, &[P]) -> Result<()>,
 ) -> Result<()>
 where
-    P: Send,
+    P: Send + Default + Clone,
 {
     let per = per.max(1);
     let mut buf = vec![0u8; per.min(count) * N];
+    // Parsed in place, one buffer for every piece: nothing grows or is collected.
+    let mut points = vec![P::default(); per.min(count)];
     let mut done = 0usize;
     let parse_chunk = |c: &[u8]| parse(c.try_into().expect("chunk of N bytes"));
     while done < count {
@@ -78,8 +81,12 @@ where
         let bytes = &mut buf[..n * N];
         file.read_exact_at(bytes, start + (done * N) as u64)
             .map_err(|e| Error::params(format!("reading the {name} query: {e}")))?;
-        let parsed: Option<Vec<P>> = bytes.par_chunks_exact(N).map(parse_chunk).collect();
-        let Some(points) = parsed else {
+        let points = &mut points[..n];
+        let parsed = points
+            .par_iter_mut()
+            .zip(bytes.par_chunks_exact(N))
+            .try_for_each(|(p, c)| parse_chunk(c).map(|v| *p = v));
+        if parsed.is_none() {
             let bad = bytes
                 .chunks_exact(N)
                 .position(|c| parse_chunk(c).is_none())
@@ -89,8 +96,8 @@ where
                  infinity): damaged parameters; fetch them again",
                 done + bad
             )));
-        };
-        sink(done, &points)?;
+        }
+        sink(done, points)?;
         done += n;
     }
     Ok(())

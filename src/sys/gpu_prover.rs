@@ -15,12 +15,12 @@ use std::sync::Arc;
 
 use super::{
     kernels::{
-        call, cuzk_gpu_mem_stats, cuzk_gpu_msm_tune, cuzk_gpu_pin, cuzk_gpu_prove,
-        cuzk_gpu_rec_bytes, cuzk_gpu_rec_free, cuzk_gpu_rec_new, cuzk_gpu_set_mem_cap,
-        cuzk_gpu_srs_bytes, cuzk_gpu_srs_fill, cuzk_gpu_srs_free, cuzk_gpu_srs_new,
-        cuzk_gpu_stage_free, cuzk_gpu_stage_new, cuzk_gpu_unpin, cuzk_gpu_upload,
-        cuzk_gpu_upload_witness, cuzk_gpu_working_bytes, non_null, InputC, MatrixC, OutputC, RecC,
-        SrsC, StageC, WitnessC,
+        call, cuzk_gpu_mem_stats, cuzk_gpu_msm_tune, cuzk_gpu_msm_tuning, cuzk_gpu_pin,
+        cuzk_gpu_prove, cuzk_gpu_rec_bytes, cuzk_gpu_rec_free, cuzk_gpu_rec_new,
+        cuzk_gpu_set_mem_cap, cuzk_gpu_srs_bytes, cuzk_gpu_srs_fill, cuzk_gpu_srs_free,
+        cuzk_gpu_srs_new, cuzk_gpu_srs_unfilled, cuzk_gpu_stage_free, cuzk_gpu_stage_new,
+        cuzk_gpu_unpin, cuzk_gpu_upload, cuzk_gpu_upload_witness, cuzk_gpu_working_bytes, non_null,
+        InputC, MatrixC, OutputC, RecC, SrsC, StageC, WitnessC,
     },
     RecordingTables,
 };
@@ -73,7 +73,8 @@ pub fn mem_stats(ordinal: usize) -> (u64, u64) {
     (used as u64, peak as u64)
 }
 
-/// The shape of the prover's MSMs of 2^16 points or more (the H MSM) from the next proof on:
+/// The shape of the prover's H MSM where it has 2^16 points or more (the tail MSMs keep
+/// theirs) from the next proof on:
 /// windows of `wbits` bits in `batches` batches, 0 for the prover's own choice of either
 /// (`CUZK_MSM_WBITS` and `CUZK_MSM_BATCHES` set the same at start). For benchmarks: device
 /// memory plans made before do not count the buffers a new shape grows.
@@ -86,6 +87,20 @@ pub fn set_msm_shape(wbits: u32, batches: u32) -> Result<(), String> {
              ({MSM_MIN_WBITS}..{MSM_MAX_WBITS} bits, 1..{MSM_MAX_BATCHES} batches, 0: the default)"
         )),
     }
+}
+
+/// The H MSM's shape as [`set_msm_shape`] (or the environment) last set it, (0, 0) for the
+/// prover's own choice.
+pub fn msm_shape() -> (u32, u32) {
+    let (mut wbits, mut batches) = (0, 0);
+    // SAFETY: valid out-pointers.
+    unsafe { cuzk_gpu_msm_tuning(&mut wbits, &mut batches) };
+    (wbits, batches)
+}
+
+/// Whether [`set_msm_shape`] takes this shape.
+pub fn msm_shape_in_range(wbits: u32, batches: u32) -> bool {
+    (wbits == 0 || (MSM_MIN_WBITS..=MSM_MAX_WBITS).contains(&wbits)) && batches <= MSM_MAX_BATCHES
 }
 
 /// A G1 slice as the kernels take it: its address and its length in points.
@@ -409,13 +424,14 @@ impl DeviceSrs {
     }
 
     /// Copies `points` to the resident bases `kind`, from point `first` on (a handle of
-    /// [`DeviceSrs::resident_unfilled`]; each point is filled once).
+    /// [`DeviceSrs::resident_unfilled`]; each point is filled once: a range past the end, or
+    /// with points filled before, is refused, `EINVAL`, nothing copied).
     pub fn fill_g1(
         &mut self,
         kind: G1Bases,
         first: usize,
         points: &[G1Affine],
-    ) -> Result<(), String> {
+    ) -> Result<(), KernelError> {
         let kind = match kind {
             G1Bases::H => BASES_H,
             G1Bases::L => BASES_L,
@@ -428,7 +444,7 @@ impl DeviceSrs {
     }
 
     /// As [`DeviceSrs::fill_g1`], for the G2 bases of B.
-    pub fn fill_b_g2(&mut self, first: usize, points: &[G2Affine]) -> Result<(), String> {
+    pub fn fill_b_g2(&mut self, first: usize, points: &[G2Affine]) -> Result<(), KernelError> {
         // SAFETY: as in fill_g1.
         unsafe { self.fill_raw(BASES_B2, first, points.as_ptr().cast(), points.len()) }
     }
@@ -441,9 +457,15 @@ impl DeviceSrs {
         first: usize,
         src: *const c_void,
         n: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), KernelError> {
         call(|err, len| cuzk_gpu_srs_fill(self.raw, kind, first, src, n, err, len))
-            .map_err(|e| e.to_string())
+    }
+
+    /// Points of every kind still to fill ([`DeviceSrs::fill_g1`], [`DeviceSrs::fill_b_g2`]);
+    /// 0 for a handle made filled.
+    pub fn unfilled(&self) -> usize {
+        // SAFETY: a live handle.
+        unsafe { cuzk_gpu_srs_unfilled(self.raw) }
     }
 
     /// Prepares GPU `ordinal` to prove with bases that stay in pinned host memory (the

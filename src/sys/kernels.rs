@@ -291,7 +291,9 @@ extern "C" {
         errlen: usize,
     ) -> c_int;
     pub fn cuzk_gpu_msm_tune(wbits: u32, batches: u32) -> c_int;
+    pub fn cuzk_gpu_msm_tuning(wbits: *mut u32, batches: *mut u32);
     pub fn cuzk_gpu_srs_bytes(s: *const SrsC) -> usize;
+    pub fn cuzk_gpu_srs_unfilled(s: *const SrsC) -> usize;
     pub fn cuzk_gpu_srs_free(s: *mut SrsC);
     pub fn cuzk_gpu_working_bytes(
         lg_domain: u32,

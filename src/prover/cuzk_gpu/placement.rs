@@ -4,7 +4,11 @@
 
 use std::{sync::Arc, time::Instant};
 
-use super::{device::Gpu, plan::Plan, CuzkGpuProver};
+use super::{
+    device::{kernel_error, Gpu},
+    plan::Plan,
+    CuzkGpuProver,
+};
 use crate::{
     budget::Reservation,
     error::{Error, Result, Status},
@@ -182,7 +186,8 @@ impl CuzkGpuProver {
                     Ok(()) => k += 1,
                     Err(e) => {
                         let (i, _, _) = filling.swap_remove(k);
-                        out.push((i, no_room(&self.gpus[i], srs, e)));
+                        let what = format!("copying the parameters {}", srs.path.display());
+                        out.push((i, failed(srs, kernel_error(&self.gpus[i].name, &what, e))));
                     }
                 }
             }
@@ -200,6 +205,17 @@ impl CuzkGpuProver {
         let ms = t.elapsed().as_secs_f64() * 1e3;
         for (i, plan, dev) in filling {
             let gpu = &self.gpus[i];
+            // Every point read went to the device: a copy with points missing never proves.
+            if dev.unfilled() != 0 {
+                let e = Error::internal(format!(
+                    "{}: the parameters {} were read with {} of their points not copied",
+                    gpu.name,
+                    srs.path.display(),
+                    dev.unfilled()
+                ));
+                out.push((i, failed(srs, e)));
+                continue;
+            }
             log::info!(
                 "{}: parameters {} resident on the GPU ({} MiB; read and copied piece by piece \
                  in {:.0} ms, {:.0} ms of it copying); {plan}",
