@@ -153,6 +153,13 @@ case ${1:-} in
         # batches, 0x0 the default) swept in the same engine, two proofs each; then the stream
         # of 6 proofs with the shape of the fewest kernel ms. Every proof verified (self-check
         # and verify_seal).
+        # The kernels' own tests first (~45 s): a kernel that computes wrong would send every
+        # 32 GiB partition to the CPU after the self-check, and the run would spend its time there.
+        if [[ -x ${GPU_TEST:-.dev/gpu.test} ]]; then
+          stamp "the GPU prover against the CPU (tests/gpu.rs)"
+          CUZK_TEST_GPU=1 timed gpu-gate "${GPU_TEST:-.dev/gpu.test}" --test-threads 1 || { stamp "END (the GPU tests failed)"; exit 1; }
+          grep -E '^test |test result' "$W/gpu-gate.out" | head -12
+        fi
         P=$W/p32; mkdir -p "$P"
         timed fixture-32 $BIN fixture --sector-size 32GiB --sector-id 1 --miner-id 1000 -o "$P/c1-32GiB.json"
         stamp "32GiB parameters and recording"
