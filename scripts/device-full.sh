@@ -167,7 +167,7 @@ case ${1:-} in
         stamp "MSM shapes, then a stream of 6 proofs"
         s=$(smi msm)
         timed msm $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 6 -j 3 --memory-budget-gib 100 \
-          --msm-shapes ${MSM_SHAPES:-0x0,16x1,18x1,20x1,22x1} --msm-sweep-proofs 2 \
+          --msm-shapes ${MSM_SHAPES:-0x0,16x1,18x1,20x1,20x8,22x1,22x4} --msm-sweep-proofs 2 \
           --json "$W/msm.json" --timeline "$W/msm.timeline" --svg "$W/msm.svg"
         kill $s
         grep -E 'resident on the GPU|streamed from|device memory for' "$W/msm.log" | head -4
