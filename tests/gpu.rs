@@ -19,8 +19,9 @@ use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use common::tools::paramgen::Comb;
-use cuzk::sys::gpu_prover::{
-    DeviceSrs, G1Bases, KernelError, MsmResults, PartitionInput, PinnedBases,
+use cuzk::sys::{
+    gpu_prover::{DeviceSrs, KernelError, MsmResults, PartitionInput, PinnedBases},
+    G1Kind,
 };
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
@@ -243,10 +244,10 @@ impl Case {
         let starts = |n: usize| (0..n).step_by(PIECE).rev().collect::<Vec<_>>();
         let end = |first: usize, n: usize| (first + PIECE).min(n);
         for (kind, v) in [
-            (G1Bases::H, h),
-            (G1Bases::L, l),
-            (G1Bases::A, a),
-            (G1Bases::BG1, b1),
+            (G1Kind::H, h),
+            (G1Kind::L, l),
+            (G1Kind::A, a),
+            (G1Kind::BG1, b1),
         ] {
             for first in starts(v.len()) {
                 srs.fill_g1(kind, first, &v[first..end(first, v.len())])
@@ -254,7 +255,7 @@ impl Case {
             }
         }
         assert!(
-            srs.fill_g1(G1Bases::L, l.len() - 1, &l[..2]).is_err(),
+            srs.fill_g1(G1Kind::L, l.len() - 1, &l[..2]).is_err(),
             "a piece past the end of L was taken"
         );
         // Points filled before are refused, whole or in part, and change nothing: the count of
@@ -264,9 +265,9 @@ impl Case {
             let e = r.expect_err("points filled twice");
             assert!(e.message.contains("filled before"), "{e}");
         };
-        again(srs.fill_g1(G1Bases::H, 0, &h[..1]));
+        again(srs.fill_g1(G1Kind::H, 0, &h[..1]));
         if !a.is_empty() {
-            again(srs.fill_g1(G1Bases::A, a.len() / 2, &a[a.len() / 2..]));
+            again(srs.fill_g1(G1Kind::A, a.len() / 2, &a[a.len() / 2..]));
         }
         if b2.len() > 1 {
             // A piece that overlaps the filled one at its start by one point.

@@ -620,10 +620,11 @@ fn the_gpu_prover_reads_the_same_bases_as_bellperson_and_refuses_damaged_points(
     assert_eq!(b.b_g2, *params.b_g2);
     // Piece by piece (as the GPU prover fills resident bases): the same points, in pieces of
     // at most the size asked for, each kind in order from its first point.
+    let layout = srs.bases_layout().unwrap();
     for per in [1, 7, 1000] {
         let mut got: [Vec<G1Affine>; 4] = Default::default();
         let mut got_b2 = Vec::new();
-        srs.read_bases_in(per, |piece| {
+        srs.read_bases_in(&layout, per, |piece| {
             let (first, n, have) = match piece {
                 BasesPiece::G1 {
                     kind,
@@ -655,7 +656,7 @@ fn the_gpu_prover_reads_the_same_bases_as_bellperson_and_refuses_damaged_points(
     // An error of the receiver ends the read with it.
     let mut pieces = 0;
     let err = srs
-        .read_bases_in(7, |_| {
+        .read_bases_in(&layout, 7, |_| {
             pieces += 1;
             Err(cuzk::Error::internal("the receiver gives up"))
         })
@@ -688,9 +689,10 @@ fn the_gpu_prover_reads_the_same_bases_as_bellperson_and_refuses_damaged_points(
     assert!(err.message.contains("l query's point 7"), "{err}");
     // Piece by piece: the same error, and the piece holding the damaged point never reaches
     // the receiver (pieces of 5: l's points 5-9).
+    let layout = srs.bases_layout().unwrap();
     let mut l_pieces = Vec::new();
     let err = srs
-        .read_bases_in(5, |piece| {
+        .read_bases_in(&layout, 5, |piece| {
             if let BasesPiece::G1 {
                 kind: G1Kind::L,
                 first,

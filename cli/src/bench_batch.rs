@@ -163,16 +163,9 @@ fn parse_shape(t: &str) -> Result<(u32, u32), Error> {
 /// A shape of --msm-shapes the prover takes, before anything is loaded (cuda build only).
 #[cfg(feature = "cuda")]
 fn check_shape((wbits, batches): (u32, u32)) -> Result<(u32, u32), Error> {
-    use cuzk::sys::gpu_prover::{
-        msm_shape_in_range, MSM_MAX_BATCHES, MSM_MAX_WBITS, MSM_MIN_WBITS,
-    };
-    if msm_shape_in_range(wbits, batches) {
-        return Ok((wbits, batches));
-    }
-    Err(Error::invalid_argument(format!(
-        "--msm-shapes: {wbits}x{batches} is out of range (windows of {MSM_MIN_WBITS}..\
-         {MSM_MAX_WBITS} bits, 1..{MSM_MAX_BATCHES} batches, 0: the prover's own choice)"
-    )))
+    cuzk::sys::gpu_prover::check_msm_shape(wbits, batches)
+        .map(|()| (wbits, batches))
+        .map_err(|e| Error::invalid_argument(format!("--msm-shapes: {e}")))
 }
 
 /// Sets the shape of the prover's H MSM (cuzk's GPU prover only).
@@ -228,6 +221,11 @@ fn gpu_stages<T, E>(results: &[Result<(T, f64, cuzk::engine::JobOutput), E>]) ->
         .map(|p| p.stages.gpu_stages_ms)
         .filter(|st| st.iter().any(|x| *x > 0.0))
         .collect()
+}
+
+/// Whether filecoin-proofs' `verify_seal` accepts `proof` for the C1 `c1` of this run.
+fn seal_verifies(a: &BatchArgs, c1: &[u8], proof: &[u8]) -> bool {
+    cuzk::porep::verify::verify_seal(c1, a.prover_id, a.sector_id, proof).unwrap_or(false)
 }
 
 /// The median of `v` (0 for none).
@@ -402,9 +400,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     for r in results {
         match r {
             Ok((i, wall_ms, out)) => {
-                let valid =
-                    cuzk::porep::verify::verify_seal(&c1, a.prover_id, a.sector_id, &out.proof)
-                        .unwrap_or(false);
+                let valid = seal_verifies(&a, &c1, &out.proof);
                 times.push(ProofTimes {
                     index: i,
                     job: out.job,
@@ -655,16 +651,7 @@ fn msm_sweep(a: &BatchArgs, engine: &Engine, req: &JobRequest, c1: &[u8]) -> Res
         let verified = results
             .iter()
             .filter(|r| match r {
-                Ok((_, _, out)) => {
-                    out.verified
-                        && cuzk::porep::verify::verify_seal(
-                            c1,
-                            a.prover_id,
-                            a.sector_id,
-                            &out.proof,
-                        )
-                        .unwrap_or(false)
-                }
+                Ok((_, _, out)) => out.verified && seal_verifies(a, c1, &out.proof),
                 Err(e) => {
                     eprintln!("proof failed ({}x{}): {e}", shape.0, shape.1);
                     false

@@ -36,9 +36,10 @@ static uint32_t lg2_floor(size_t n)
 // bounds their digits' memory (~170 MB a batch).
 #define CUZK_TAIL_STRIDE ((size_t)1 << 21)
 
-// Tuning knobs for the H MSM of at least 2^16 points (`tuned` below; the tail MSMs keep their own shape, which the
-// plans count): a window size (CUZK_MSM_MIN_WBITS..CUZK_MSM_MAX_WBITS) and a batch count
-// (1..CUZK_MSM_MAX_BATCHES) that replace the ones chosen below; 0 keeps the choice.
+// Tuning knobs for the H MSM of at least 2^16 points (`tuned` below; the tail MSMs keep their
+// own shape, which the plans count): a window size (CUZK_MSM_MIN_WBITS..CUZK_MSM_MAX_WBITS)
+// and a batch count (1..CUZK_MSM_MAX_BATCHES) that replace the ones chosen below; 0 keeps the
+// choice.
 // CUZK_MSM_WBITS and CUZK_MSM_BATCHES set them at start, cuzk_gpu_msm_tune at any time (for a
 // benchmark between calls: buffers grow to the new shape, and plans made before do not count
 // it). Both live in one word, so an MSM never sees one setting without the other.

@@ -13,8 +13,11 @@ use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
 
-use super::{check_file, Srs};
-use crate::error::{Error, Result};
+use super::{check_file, Layout, Srs};
+use crate::{
+    error::{Error, Result},
+    sys::G1Kind,
+};
 
 /// h, l, a, b_g1 and b_g2, as in the file.
 pub struct Bases {
@@ -23,15 +26,6 @@ pub struct Bases {
     pub a: Vec<G1Affine>,
     pub b_g1: Vec<G1Affine>,
     pub b_g2: Vec<G2Affine>,
-}
-
-/// The G1 bases of a proving key, in the file's order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum G1Kind {
-    H,
-    L,
-    A,
-    BG1,
 }
 
 /// Consecutive points of one kind of bases, as [`Srs::read_bases_in`] reads them: `first` is
@@ -107,8 +101,9 @@ impl Srs {
     /// Reads every base of the proving key (h, l, a, b_g1, b_g2). The file is checked again
     /// first and must still be the one the parameters were checked as.
     pub fn read_bases(&self) -> Result<Bases> {
+        let layout = self.bases_layout()?;
         // Each vector at its full length at once: growing would copy (47 GB at 32 GiB).
-        let n = check_file(&self.path)?.counts.map(|c| c as usize);
+        let n = layout.counts.map(|c| c as usize);
         let mut b = Bases {
             h: Vec::with_capacity(n[0]),
             l: Vec::with_capacity(n[1]),
@@ -116,7 +111,7 @@ impl Srs {
             b_g1: Vec::with_capacity(n[3]),
             b_g2: Vec::with_capacity(n[4]),
         };
-        self.read_bases_in(0, |piece| {
+        self.read_bases_in(&layout, 0, |piece| {
             match piece {
                 BasesPiece::G1 { kind, points, .. } => match kind {
                     G1Kind::H => &mut b.h,
@@ -132,19 +127,25 @@ impl Srs {
         Ok(b)
     }
 
+    /// The `.params` file's layout (its points' counts and offsets) for reading its bases,
+    /// checked again: the file must still be the one the parameters were checked as.
+    pub fn bases_layout(&self) -> Result<Layout> {
+        self.check_unchanged()?;
+        check_file(&self.path)
+    }
+
     /// Reads the bases piece by piece, in the file's order (h, l, a, b_g1, b_g2), each piece
     /// at most `per_piece` points (0: 64 MiB of file at a time, [`PIECE_HOST_BYTES`] of host
     /// memory at the most) and handed to `sink` before the next is read: what a prover that
-    /// copies them elsewhere holds of them at once. The file is checked again first and after,
-    /// and must still be the one the parameters were checked as; a damaged point fails the
-    /// read before its piece reaches `sink`, and an error of `sink` ends it.
+    /// copies them elsewhere holds of them at once. `layout` is [`Srs::bases_layout`]'s; the
+    /// file must still be the one the parameters were checked as after the read. A damaged
+    /// point fails the read before its piece reaches `sink`, and an error of `sink` ends it.
     pub fn read_bases_in(
         &self,
+        layout: &Layout,
         per_piece: usize,
         mut sink: impl FnMut(BasesPiece<'_>) -> Result<()>,
     ) -> Result<()> {
-        self.check_unchanged()?;
-        let layout = check_file(&self.path)?;
         let ends = layout.section_ends();
         let file = File::open(&self.path)
             .map_err(|e| Error::params(format!("cannot open {}: {e}", self.path.display())))?;

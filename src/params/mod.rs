@@ -29,7 +29,8 @@ use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 
 mod bases;
 mod random;
-pub use bases::{Bases, BasesPiece, G1Kind, PIECE_HOST_BYTES};
+pub use crate::sys::G1Kind;
+pub use bases::{Bases, BasesPiece, PIECE_HOST_BYTES};
 pub use random::{is_random_set, random_set_alpha, random_set_alpha_g1};
 
 use crate::{

@@ -22,7 +22,7 @@ use super::{
         cuzk_gpu_unpin, cuzk_gpu_upload, cuzk_gpu_upload_witness, cuzk_gpu_working_bytes, non_null,
         InputC, MatrixC, OutputC, RecC, SrsC, StageC, WitnessC,
     },
-    RecordingTables,
+    G1Kind, RecordingTables,
 };
 
 pub use super::kernels::{
@@ -79,12 +79,13 @@ pub fn mem_stats(ordinal: usize) -> (u64, u64) {
 /// (`CUZK_MSM_WBITS` and `CUZK_MSM_BATCHES` set the same at start). For benchmarks: device
 /// memory plans made before do not count the buffers a new shape grows.
 pub fn set_msm_shape(wbits: u32, batches: u32) -> Result<(), String> {
+    check_msm_shape(wbits, batches)?;
     // SAFETY: plain values.
     match unsafe { cuzk_gpu_msm_tune(wbits, batches) } {
         0 => Ok(()),
-        _ => Err(format!(
-            "an MSM shape of {wbits}-bit windows in {batches} batches is out of range \
-             ({MSM_MIN_WBITS}..{MSM_MAX_WBITS} bits, 1..{MSM_MAX_BATCHES} batches, 0: the default)"
+        code => Err(format!(
+            "the kernels refused an MSM shape of {wbits}-bit windows in {batches} batches \
+             (code {code})"
         )),
     }
 }
@@ -98,23 +99,22 @@ pub fn msm_shape() -> (u32, u32) {
     (wbits, batches)
 }
 
-/// Whether [`set_msm_shape`] takes this shape.
-pub fn msm_shape_in_range(wbits: u32, batches: u32) -> bool {
-    (wbits == 0 || (MSM_MIN_WBITS..=MSM_MAX_WBITS).contains(&wbits)) && batches <= MSM_MAX_BATCHES
+/// Whether [`set_msm_shape`] takes this shape, and why not.
+pub fn check_msm_shape(wbits: u32, batches: u32) -> Result<(), String> {
+    if (wbits == 0 || (MSM_MIN_WBITS..=MSM_MAX_WBITS).contains(&wbits))
+        && batches <= MSM_MAX_BATCHES
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "an MSM shape of {wbits}-bit windows in {batches} batches is out of range \
+         ({MSM_MIN_WBITS}..{MSM_MAX_WBITS} bits, 1..{MSM_MAX_BATCHES} batches, 0: the default)"
+    ))
 }
 
 /// A G1 slice as the kernels take it: its address and its length in points.
 fn span(v: &[G1Affine]) -> (*const c_void, usize) {
     (v.as_ptr().cast(), v.len())
-}
-
-/// The G1 bases of a circuit, as [`DeviceSrs::fill_g1`] takes them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum G1Bases {
-    H,
-    L,
-    A,
-    BG1,
 }
 
 /// One circuit's parameters on one GPU: the bases in its memory (resident), or its working
@@ -428,15 +428,15 @@ impl DeviceSrs {
     /// with points filled before, is refused, `EINVAL`, nothing copied).
     pub fn fill_g1(
         &mut self,
-        kind: G1Bases,
+        kind: G1Kind,
         first: usize,
         points: &[G1Affine],
     ) -> Result<(), KernelError> {
         let kind = match kind {
-            G1Bases::H => BASES_H,
-            G1Bases::L => BASES_L,
-            G1Bases::A => BASES_A,
-            G1Bases::BG1 => BASES_B1,
+            G1Kind::H => BASES_H,
+            G1Kind::L => BASES_L,
+            G1Kind::A => BASES_A,
+            G1Kind::BG1 => BASES_B1,
         };
         // SAFETY: `points` is valid for its length (blst's layout); the callee checks the
         // range and copies before returning; `&mut self` keeps calls on the handle apart.

@@ -15,6 +15,16 @@ pub mod gpu_prover;
 pub mod kernels;
 pub mod os;
 
+/// The G1 bases of a proving key, in the `.params` file's order: what the parameter reader
+/// hands on piece by piece and what the GPU prover fills resident bases with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum G1Kind {
+    H,
+    L,
+    A,
+    BG1,
+}
+
 /// A circuit's recording tables in host memory (A, B, C: row starts, columns, coefficient
 /// codes) behind an owner that keeps them where they are while it lives: a GPU with little
 /// memory reads them in place (pinned) instead of copying them (`gpu_prover::PinnedRecording`

@@ -12,10 +12,10 @@ use super::{
 use crate::{
     budget::Reservation,
     error::{Error, Result, Status},
-    params::{check_file, Bases, BasesPiece, FileStamp, G1Kind, Srs, PIECE_HOST_BYTES},
+    params::{Bases, BasesPiece, FileStamp, Srs, PIECE_HOST_BYTES},
     sys::{
         cuda,
-        gpu_prover::{self, DeviceSrs, G1Bases, PinnedBases},
+        gpu_prover::{self, DeviceSrs, PinnedBases},
     },
 };
 
@@ -125,10 +125,11 @@ impl CuzkGpuProver {
                 .map(|&(i, _)| (i, failed(srs, e.clone())))
                 .collect()
         };
-        let counts = match check_file(&srs.path) {
-            Ok(layout) => layout.counts.map(|c| c as usize),
+        let layout = match srs.bases_layout() {
+            Ok(layout) => layout,
             Err(e) => return all_fail(e),
         };
+        let counts = layout.counts.map(|c| c as usize);
         if counts[3] != counts[4] {
             return all_fail(Error::params(format!(
                 "{}: {} B points in G1 and {} in G2: damaged parameters; fetch them again",
@@ -159,7 +160,7 @@ impl CuzkGpuProver {
             }
         }
         let mut copy_ms = 0.0;
-        let read = srs.read_bases_in(0, |piece| {
+        let read = srs.read_bases_in(&layout, 0, |piece| {
             let c = Instant::now();
             let mut k = 0;
             while k < filling.len() {
@@ -171,15 +172,7 @@ impl CuzkGpuProver {
                         kind,
                         first,
                         points,
-                    } => {
-                        let kind = match kind {
-                            G1Kind::H => G1Bases::H,
-                            G1Kind::L => G1Bases::L,
-                            G1Kind::A => G1Bases::A,
-                            G1Kind::BG1 => G1Bases::BG1,
-                        };
-                        dev.fill_g1(kind, first, points)
-                    }
+                    } => dev.fill_g1(kind, first, points),
                     BasesPiece::BG2 { first, points } => dev.fill_b_g2(first, points),
                 };
                 match r {
