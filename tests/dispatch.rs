@@ -152,11 +152,26 @@ fn one_sim_gpu(script: Vec<Answer>) -> Arc<Engine> {
 }
 
 /// The same on `state` (its parameters read for a moment only), with `cfg`'s settings; the
-/// state's handle with it.
-fn one_sim_gpu_with(mut state: SimState, cfg: Config) -> (Arc<Engine>, Arc<SimState>) {
+/// state's handle with it. The CPU's retries are real proofs.
+fn one_sim_gpu_with(state: SimState, cfg: Config) -> (Arc<Engine>, Arc<SimState>) {
+    sim_gpu_then(state, cfg, Box::new(cuzk::prover::cpu::CpuProver))
+}
+
+/// [`one_sim_gpu_with`] with a stub for the CPU's retries (dummy proofs at once), for the tests
+/// whose claim is where a partition goes, not the CPU's proof (a real one takes about a minute
+/// on two cores; the CPU's retries are proved for real in the other tests and tests/pce.rs).
+fn one_sim_gpu_stub_cpu(state: SimState, cfg: Config) -> (Arc<Engine>, Arc<SimState>) {
+    sim_gpu_then(state, cfg, Box::new(common::Stub::default()))
+}
+
+fn sim_gpu_then(
+    mut state: SimState,
+    cfg: Config,
+    cpu: Box<dyn cuzk::prover::ProverBackend>,
+) -> (Arc<Engine>, Arc<SimState>) {
     state.params = HostParams::Passing;
     let sim = Arc::new(state);
-    let e = Engine::start_with_backends(
+    let e = Engine::start_with_fallback(
         Config {
             params_dir: common::params_dir(),
             self_check: false,
@@ -164,6 +179,7 @@ fn one_sim_gpu_with(mut state: SimState, cfg: Config) -> (Arc<Engine>, Arc<SimSt
             ..cfg
         },
         vec![Box::new(SimGpus(sim.clone()))],
+        cpu,
     )
     .unwrap();
     (Arc::new(e), sim)
@@ -184,7 +200,7 @@ fn a_hung_gpu_call_is_given_up_its_partitions_go_elsewhere_and_shutdown_returns(
     let gates = state.gates.clone();
     gates[0].open();
     gates[2].open();
-    let (e, sim) = one_sim_gpu_with(
+    let (e, sim) = one_sim_gpu_stub_cpu(
         state,
         Config {
             gpu_call_timeout: Some(Duration::from_secs(2)),
@@ -256,7 +272,10 @@ fn a_hung_gpu_call_is_given_up_its_partitions_go_elsewhere_and_shutdown_returns(
 #[test]
 fn a_gpu_without_room_for_a_partition_is_counted_and_not_faulted() {
     let (spec, _, c1) = common::fixture(FixtureShape::default());
-    let e = one_sim_gpu(vec![Answer::NoRoom; 3]);
+    let (e, _) = one_sim_gpu_stub_cpu(
+        SimState::dummy(1, vec![Answer::NoRoom; 3]),
+        Config::default(),
+    );
     common::within(900, "a GPU without room", move || {
         for n in 1..=3 {
             let out = e
