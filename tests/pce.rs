@@ -63,10 +63,16 @@ fn first_difference(x: &ProvingAssignment, y: &ProvingAssignment) -> Option<Stri
     (x != y).then(|| "assignments differ".to_string())
 }
 
-fn prepared(shape: FixtureShape) -> (porep::PreparedJob, Arc<Srs>) {
-    let (spec, _, c1) = common::fixture(shape);
+/// The fixture's job of `shape`, and where its parameters are.
+fn job_of(shape: FixtureShape) -> (porep::PreparedJob, common::tools::fixture::SetupReport) {
+    let (spec, rep, c1) = common::fixture(shape);
     let parsed = porep::parse_c1(&c1).unwrap();
     let job = porep::prepare(parsed.c1, spec.prover_id(), spec.sector_id, shape).unwrap();
+    (job, rep)
+}
+
+fn prepared(shape: FixtureShape) -> (porep::PreparedJob, Arc<Srs>) {
+    let (job, _) = job_of(shape);
     let cache = cuzk::params::SrsCache::new(common::params_dir());
     let srs = cache
         .get(
@@ -535,15 +541,7 @@ impl ProverBackend for WitnessTaker {
 fn full_2kib() -> Arc<ProvingAssignment> {
     static FULL: std::sync::OnceLock<Arc<ProvingAssignment>> = std::sync::OnceLock::new();
     FULL.get_or_init(|| {
-        let (spec, rep, c1) = common::fixture(FixtureShape::default());
-        let parsed = porep::parse_c1(&c1).unwrap();
-        let job = porep::prepare(
-            parsed.c1,
-            spec.prover_id(),
-            spec.sector_id,
-            FixtureShape::default(),
-        )
-        .unwrap();
+        let (job, rep) = job_of(FixtureShape::default());
         let size = cuzk::params::check_file(&rep.params_path).unwrap().size();
         Arc::new(job.circuits.synthesize(0, Some(size), None).unwrap())
     })
