@@ -568,6 +568,23 @@ impl SameAsFull {
             checked: Arc::default(),
         }
     }
+
+    /// How many assignments passed [`SameAsFull::check`].
+    fn checked(&self) -> usize {
+        self.checked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn check(&self, asg: &ProvingAssignment) -> cuzk::Result<()> {
+        if let Some(d) = first_difference(asg, &self.want) {
+            return Err(cuzk::Error::new(
+                Status::Internal,
+                format!("not full synthesis's assignment: {d}"),
+            ));
+        }
+        self.checked
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
 }
 
 impl ProverBackend for SameAsFull {
@@ -596,20 +613,6 @@ impl ProverBackend for SameAsFull {
     }
 }
 
-impl SameAsFull {
-    fn check(&self, asg: &ProvingAssignment) -> cuzk::Result<()> {
-        if let Some(d) = first_difference(asg, &self.want) {
-            return Err(cuzk::Error::new(
-                Status::Internal,
-                format!("not full synthesis's assignment: {d}"),
-            ));
-        }
-        self.checked
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Ok(())
-    }
-}
-
 /// The stand-in above can say no: one aux value, one c value or one input changed is refused,
 /// by name.
 #[test]
@@ -632,7 +635,7 @@ fn the_assignment_check_refuses_any_other_assignment() {
             "{err}"
         );
     }
-    assert_eq!(cpu.checked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(cpu.checked(), 1);
 }
 
 /// The recording loaded (preload), then one job: returns its output, its SYNTH_END note and
@@ -898,8 +901,7 @@ fn a_wrong_recording_under_native_witnesses_is_the_recordings_fault() {
                 );
                 // Proved (on the CPU) from full synthesis's assignment.
                 let want = if gpu { 2 } else { 1 };
-                let checked = cpu.checked.load(std::sync::atomic::Ordering::SeqCst);
-                assert_eq!(checked, want, "gpu {gpu}: {out:?}");
+                assert_eq!(cpu.checked(), want, "gpu {gpu}: {out:?}");
                 assert_eq!(
                     (st.pce_distrusted, st.pce_fallbacks, st.native_distrusted),
                     (1, 1, 0),
@@ -1028,10 +1030,9 @@ fn a_native_witness_that_fails_the_row_check_turns_the_generator_off_for_its_cir
             );
             e.preload(&req).unwrap();
             settled(&e);
-            let proved =
-                std::cell::Cell::new(cpu.checked.load(std::sync::atomic::Ordering::SeqCst));
             let prove = |want: &str| {
                 let before = notes.lock().unwrap().len();
+                let checked = cpu.checked();
                 let id = e
                     .submit_prepared(wrong_native(&req, Fault::Value), 0)
                     .unwrap();
@@ -1042,9 +1043,7 @@ fn a_native_witness_that_fails_the_row_check_turns_the_generator_off_for_its_cir
                 assert_eq!(notes.lock().unwrap()[before], want, "gpu {gpu}");
                 // Proved (on the CPU: where the witness prover failed, a retry) from full
                 // synthesis's assignment.
-                let checked = cpu.checked.load(std::sync::atomic::Ordering::SeqCst);
-                assert_eq!(checked, proved.get() + 1, "gpu {gpu}: {out:?}");
-                proved.set(checked);
+                assert_eq!(cpu.checked(), checked + 1, "gpu {gpu}: {out:?}");
             };
             prove(if gpu {
                 "native;witness"
@@ -1113,8 +1112,7 @@ fn a_circuit_the_native_generator_does_not_support_uses_witness_synthesis() {
         for round in 0..2 {
             let out = submit(Fault::Unsupported).unwrap();
             // Proved from full synthesis's assignment.
-            let checked = cpu.checked.load(std::sync::atomic::Ordering::SeqCst);
-            assert_eq!(checked, round + 1, "round {round}: {out:?}");
+            assert_eq!(cpu.checked(), round + 1, "round {round}: {out:?}");
             wait_until(60, "the SYNTH_END event", || {
                 notes.lock().unwrap().len() > round
             });
