@@ -349,7 +349,7 @@ int cuzk_gpu_srs_new(int ordinal, const void* h, size_t nh, const void* l, size_
         }
         s->ws = std::make_unique<prove_ws_t>(gpu.sm_count());
         if (!lean)
-            s->ws->h.reserve(msm_shape(nh, s->hs ? s->hs->cap : SIZE_MAX, true));
+            s->ws->h.reserve(msm_shape(nh, h_max_stride(streamed, lean), true));
         *out = s.release();
         return CUZK_KERNELS_OK;
     } CUZK_CATCH_RETURN
@@ -780,7 +780,7 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
             // buffers and digits go there where they fit.
             uint8_t* v = reinterpret_cast<uint8_t*>(d[1]);
             const size_t room = domain * sizeof(fr_t);
-            const msm_shape_t hs_shape = msm_shape(s->nh, s->hs ? s->hs->cap : SIZE_MAX, true);
+            const msm_shape_t hs_shape = msm_shape(s->nh, h_max_stride(s->streamed, true), true);
             const size_t bufs = s->hs ? base_stream_t<affine_d>::bytes_for(s->hs->cap) : 0;
             if (h_lent_fits(domain, bufs, msm_ws_t<bucket_t>::temps(hs_shape))) {
                 const size_t off = (bufs + 255) & ~(size_t)255;
@@ -795,7 +795,8 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
             }
         }
         shp[0] = msm_enqueue<bucket_t, affine_d>(gpu, w.h, w.ev, s->h, d[0], s->nh, w.res1, st,
-                                                 sd, 0, s->hs.get(), SIZE_MAX, true);
+                                                 sd, 0, s->hs.get(),
+                                                 h_max_stride(s->streamed, g->lean), true);
         if (s->hs)
             s->hs->lent = nullptr;
         w.h.lent = nullptr;

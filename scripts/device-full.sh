@@ -10,7 +10,8 @@
 #                                       # or both (native, then small's 24 and 16 GiB limits)
 #                                       # or msm (parameters resident, read piece by piece: the
 #                                       # host's peak; the H MSM's shapes swept in one engine,
-#                                       # then the 6-proof stream with the fastest)
+#                                       # then the 6-proof stream with the fastest;
+#                                       # MSM_SHAPES and MSM_SWEEP_PROOFS change the sweep)
 #   scripts/device-full.sh poll [SECS]  # waits up to SECS (default 540) for the run, packs what
 #                                       # is there into $OUT/results.tgz, prints the log's tail
 #   scripts/device-full.sh check        # in the foreground, first: parameter sets generated on
@@ -167,7 +168,7 @@ case ${1:-} in
         stamp "MSM shapes, then a stream of 6 proofs"
         s=$(smi msm)
         timed msm $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 6 -j 3 --memory-budget-gib 100 \
-          --msm-shapes ${MSM_SHAPES:-0x0,16x1,18x1,20x1,20x8,22x1,22x4} --msm-sweep-proofs 2 \
+          --msm-shapes ${MSM_SHAPES:-0x0,16x1,18x1,20x1,20x8,22x1,22x4} --msm-sweep-proofs ${MSM_SWEEP_PROOFS:-2} \
           --json "$W/msm.json" --timeline "$W/msm.timeline" --svg "$W/msm.svg"
         kill $s
         grep -E 'resident on the GPU|streamed from|device memory for' "$W/msm.log" | head -4

@@ -2,8 +2,10 @@
 //! - cuzk's prover (`kernels/groth16.cu`): a partition's h polynomial (the NTTs) and its five
 //!   MSMs (H, L, A, B in G1 and G2) against bellperson's CPU FFT and blst's MSM, with random
 //!   bases and scalars of every class (zero, one, others, edge values), resident and streamed,
-//!   from 2^4 to 2^20 points; and at 2^17 points with every window size the MSM driver can take
-//!   (10-18 bits: odd and even window counts, every top-window width) and several batches
+//!   from 2^4 to 2^20 points; and at 2^17 points with window sizes of 10-18, 20, 21 and 22 bits
+//!   (odd and even window counts, every top-window width; from 16 bits on, the bucket
+//!   integration spread over the GPU, with fewer sub-chunks in a narrow top window, or one where
+//!   the top window is narrower than a chunk: 18, 21) and several batches
 //!   (`CUZK_MSM_WBITS`, `CUZK_MSM_BATCHES`, read once per process: each shape runs in a child
 //!   process of this test binary);
 //! - the fixed-base multiplication of parameter generation (`kernels/fixed_base.cu`) against
@@ -432,6 +434,7 @@ fn the_gpus_msm_at_every_window_size_and_batch_count() {
         (17, 2),
         (18, 1),
         (20, 1),
+        (21, 1),
         (22, 2),
     ];
     let mut failed = Vec::new();

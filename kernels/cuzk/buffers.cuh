@@ -137,6 +137,14 @@ struct cuzk_gpu_stage {
     cuzk_gpu_stage& operator=(const cuzk_gpu_stage&) = delete;
 };
 
+// The most points a batch of the H MSM takes: streamed, what its base buffers hold; lean, what
+// its digits may take in the lent working vector; else unbounded (one batch at 2^26 and more,
+// msm_shape).
+static inline size_t h_max_stride(bool streamed, bool lean)
+{
+    return streamed ? CUZK_STREAM_STRIDE : lean ? CUZK_LEAN_H_STRIDE : SIZE_MAX;
+}
+
 // Whether the H MSM's streamed base buffers (h_bufs bytes) and its digits (h_temp) fit in one
 // lean working vector of a domain.
 static inline bool h_lent_fits(size_t domain, size_t h_bufs, size_t h_temp)
@@ -188,7 +196,7 @@ struct prove_ws_t {
         const msm_shape_t tail = msm_shape(oth, CUZK_TAIL_STRIDE);
         const size_t nh = sh.domain() - 1;
         const size_t gathered = (oth + oth / 4) * (sizeof(affine_d) + sizeof(affine2_d));
-        const msm_shape_t hshape = msm_shape(nh, streamed ? CUZK_STREAM_STRIDE : SIZE_MAX, true);
+        const msm_shape_t hshape = msm_shape(nh, h_max_stride(streamed, lean), true);
         const size_t h_bufs = streamed ? base_stream_t<affine_d>::bytes_for(
                                              std::min<size_t>(std::max<size_t>(nh, 1),
                                                               CUZK_STREAM_STRIDE))

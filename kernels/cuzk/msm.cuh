@@ -32,6 +32,11 @@ static uint32_t lg2_floor(size_t n)
 
 // Windows never exceed this many (wbits >= 10 for a 255-bit scalar).
 #define CUZK_MAX_WINS 26
+// The window size of a one-batch MSM of 2^26 points or more (msm_shape).
+#define CUZK_MSM_LARGE_WBITS 20
+// The H MSM of a lean stage runs in batches of at most this many points: its digits and sort
+// space (~1.3 GB) then fit in the stage's free working vector, which lends them.
+#define CUZK_LEAN_H_STRIDE ((size_t)1 << 24)
 // The tail MSMs (L, A, B over the others) run in batches of at most this many points, which
 // bounds their digits' memory (~170 MB a batch).
 #define CUZK_TAIL_STRIDE ((size_t)1 << 21)
@@ -83,13 +88,18 @@ static msm_shape_t msm_shape(size_t n, size_t max_stride = SIZE_MAX, bool tuned 
     // this driver does not have), and 15-bit windows beat 13, 14 and 16 (23.6 ms). So: windows
     // of log2(1.5 n) - 6 bits within 10..16, and batches only to keep a batch's digits within
     // 2^24 points (~1.3 GB of digits and sort space).
+    // At 2^26 points and more, where the caller has room for one batch (max_stride unbounded:
+    // the H MSM of a resident plan with full stages), one batch of CUZK_MSM_LARGE_WBITS-bit
+    // windows: at 2^27 it beat 16-bit windows in 8 batches by 6.5% (BENCHMARKS.md section 21),
+    // for ~7.8 GB more digits and sort space, which the plans count.
     const uint32_t lg = lg2_floor(n + n / 2);  // 21 for the 2^21 - 1 points of H at 2^21
-    s.wbits = lg < 16 ? 10 : std::min<uint32_t>(lg - 6, 16);
+    const bool one_batch = max_stride == SIZE_MAX && n >= ((size_t)1 << 26);
+    s.wbits = one_batch ? CUZK_MSM_LARGE_WBITS : lg < 16 ? 10 : std::min<uint32_t>(lg - 6, 16);
     if (knob_wbits)
         s.wbits = knob_wbits;
     const uint32_t nbits = fr_t::bit_length();
     s.nwins = (nbits - 1) / s.wbits + 1;
-    s.batches = (uint32_t)std::max<size_t>(1, (n + ((size_t)1 << 24) - 1) >> 24);
+    s.batches = one_batch ? 1 : (uint32_t)std::max<size_t>(1, (n + ((size_t)1 << 24) - 1) >> 24);
     if (knob_batches)
         s.batches = knob_batches;
     if (max_stride < SIZE_MAX)
@@ -119,7 +129,9 @@ struct msm_ws_t {
     dev_vec_t<bucket_d> parts;  // the partial sums of a batch addition (n_parts used)
     dev_vec_t<uint32_t> hist;
     dev_vec_t<uint8_t> temp;
+    dev_vec_t<bucket_d> fine;  // the sub-chunks' pairs of a spread integration (lgk_for)
     size_t n_parts = 0;
+    int sms = 0;
     // Digits and sort space lent for one MSM (a lean stage's free working vector), used where
     // they hold the MSM's (see reserve); null: `temp`.
     uint8_t* lent = nullptr;
@@ -128,6 +140,26 @@ struct msm_ws_t {
     // Partial sums left by one batch_addition launch (a grid of one block per SM).
     static size_t parts_for(int sms) { return (size_t)sms * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
     static size_t rows(const msm_shape_t& s) { return (size_t)s.nwins << (s.wbits - 1); }
+    // log2 of the sub-chunks per chunk of the bucket integration (msm_kernels.cuh) on a GPU
+    // of `sms` multiprocessors: 0, sppark's walk, for G2 and windows of few buckets; else as
+    // many as keep a sub-chunk at 64 buckets or more while the blocks stay under four per
+    // multiprocessor (at 20-bit windows: 32 sub-chunks of 64, 416 blocks).
+    static uint32_t lgk_for(const msm_shape_t& s, int sms)
+    {
+        if (bucket::degree != 1)
+            return 0;
+        const uint32_t lg_nt = lg2_floor(MSM_NTHREADS);
+        const uint32_t lg_i = s.wbits - 1 - lg_nt;
+        uint32_t lgk = 0;
+        while (lg_i - lgk > 6 && ((size_t)s.nwins << (lgk + 1)) <= 4 * (size_t)sms)
+            lgk++;
+        return lgk;
+    }
+    static size_t fine_rows(const msm_shape_t& s, int sms)
+    {
+        const uint32_t lgk = lgk_for(s, sms);
+        return lgk ? ((size_t)s.nwins << lgk) * 2 * MSM_NTHREADS : 0;
+    }
     static size_t temps(const msm_shape_t& s)
     {
         return s.stride * 2 * sizeof(uint2) + (size_t)s.nwins * s.stride * sizeof(uint32_t);
@@ -135,23 +167,26 @@ struct msm_ws_t {
     // Device memory an MSM of shape s takes on a GPU of `sms` multiprocessors.
     static size_t bytes_for(const msm_shape_t& s, int sms)
     {
-        return (rows(s) + std::max<size_t>(parts_for(sms), 256)) * sizeof(bucket_d) +
+        return (rows(s) + std::max<size_t>(parts_for(sms), 256) + fine_rows(s, sms)) *
+                   sizeof(bucket_d) +
                rows(s) * sizeof(uint32_t) + temps(s);
     }
 
-    explicit msm_ws_t(int sms) : n_parts(parts_for(sms))
+    explicit msm_ws_t(int sms_) : n_parts(parts_for(sms_)), sms(sms_)
     {
         parts.reserve(std::max<size_t>(n_parts, 256), true);
     }
     size_t bytes() const
     {
-        return buckets.bytes() + parts.bytes() + hist.bytes() + temp.bytes();
+        return buckets.bytes() + parts.bytes() + hist.bytes() + temp.bytes() + fine.bytes();
     }
     // Room for an MSM of shape s. Growing frees the old buffers (cudaFree waits for the GPU).
     void reserve(const msm_shape_t& s)
     {
         buckets.reserve(rows(s), true);
         hist.reserve(rows(s), true);
+        if (size_t f = fine_rows(s, sms))
+            fine.reserve(f, true);
         if (!lent || lent_bytes < temps(s))
             temp.reserve(temps(s), true);
     }
@@ -236,6 +271,30 @@ static unsigned max_threads(K* f)
     return attr.maxThreadsPerBlock;
 }
 
+// The bucket integration of every window of shape s in ws.buckets, on st: spread over the GPU
+// where lgk_for says so (msm_kernels.cuh), else sppark's one block per window.
+template<class bucket>
+static void msm_integrate(msm_ws_t<bucket>& ws, const msm_shape_t& s, cudaStream_t st)
+{
+    const uint32_t nbits = fr_t::bit_length();
+    const size_t shared = sizeof(bucket) * MSM_NTHREADS / bucket::degree;
+    const uint32_t lgk = msm_ws_t<bucket>::lgk_for(s, ws.sms);
+    if constexpr (bucket::degree == 1) {
+        if (lgk) {
+            cuzk_integrate_fine<bucket><<<dim3(1u << lgk, s.nwins), MSM_NTHREADS, shared, st>>>(
+                ws.buckets.get(), s.wbits, nbits, lgk, ws.fine.get());
+            CUDA_OK(cudaGetLastError());
+            cuzk_integrate_join<bucket><<<s.nwins, MSM_NTHREADS, 0, st>>>(
+                ws.buckets.get(), s.wbits, nbits, lgk, ws.fine.get());
+            CUDA_OK(cudaGetLastError());
+            return;
+        }
+    }
+    integrate<bucket><<<s.nwins, MSM_NTHREADS, shared, st>>>(ws.buckets.get(), s.nwins, s.wbits,
+                                                             nbits);
+    CUDA_OK(cudaGetLastError());
+}
+
 // Queues sum(scalars[i] * bases[i], i < n) on stream `st` (the digits on `sd`), leaving one
 // point per window in wins[0..nwins) and the window-0 "ones" in wins[nwins]: the result is
 // sum_y 2^(y*wbits) wins[y] + wins[nwins] (msm_finish). wins needs CUZK_MAX_WINS + 1 entries;
@@ -294,9 +353,7 @@ static msm_shape_t msm_enqueue(const gpu_t& gpu, msm_ws_t<bucket>& ws, msm_event
         CUDA_OK(cudaEventRecord(ev.a, st));
         if (sb)
             CUDA_OK(cudaEventRecord(sb->freed[k], st));
-        integrate<bucket><<<s.nwins, MSM_NTHREADS, sizeof(bucket) * MSM_NTHREADS / bucket::degree,
-                            st>>>(ws.buckets.get(), s.nwins, s.wbits, nbits);
-        CUDA_OK(cudaGetLastError());
+        msm_integrate(ws, s, st);
         cuzk_msm_windows<bucket><<<s.nwins, MSM_NTHREADS, 0, st>>>(ws.buckets.get(), s.wbits, nbits,
                                                                    wins);
         CUDA_OK(cudaGetLastError());

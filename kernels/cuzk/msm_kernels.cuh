@@ -138,6 +138,133 @@ void cuzk_sum_into(typename bucket::mem_t* parts, uint32_t n, typename bucket::m
     cuzk_block_sum_into(sum, parts, 1, out);
 }
 
+// --- the bucket integration spread over the whole GPU -------------------------------------------
+//
+// sppark's `integrate` runs one block per window: each of its nt threads walks a chunk of
+// i = 2^(wbits-1) / nt buckets serially, leaving res = sum_q (q+1) B_q and acc = sum_q B_q over
+// its chunk (q local). At 20-bit windows that is 13 blocks of 4,096 serial additions a thread
+// while the other multiprocessors idle. Here each chunk is cut into K = 2^lgk sub-chunks of
+// i' = i / K buckets, one block per (window, sub-chunk) (cuzk_integrate_fine), and each chunk's
+// K pairs are joined back into sppark's pair (cuzk_integrate_join), which cuzk_msm_windows
+// reads as before.
+//
+// In the top window of lsbits < wbits bits sppark's layout steps the weight every m =
+// 2^(wbits - lsbits) buckets: res = sum_q (q / m + 1) B_q. With sub-chunk k's own (res'_k,
+// acc'_k) over its local r (q = k i' + r, and m dividing i'),
+//   res = sum_k res'_k + (i' / m) sum_k k acc'_k,   acc = sum_k acc'_k,
+// and sum_k k acc'_k is the sum of the suffix sums sum_{k' >= k} acc'_k' for k >= 1. A window
+// whose step m exceeds i / K takes fewer sub-chunks (as few as one: sppark's walk).
+
+// The sub-chunks of window y: log2 of their count (at most lgk) and of their length, and log2
+// of the window's weight step m.
+__device__ __forceinline__ void cuzk_integrate_split(uint32_t y, uint32_t wbits, uint32_t nbits,
+                                                     uint32_t lg_nt, uint32_t lgk,
+                                                     uint32_t* lg_m, uint32_t* lg_k,
+                                                     uint32_t* lg_sub)
+{
+    const uint32_t lsbits = (y + 1) * wbits > nbits ? nbits - y * wbits : wbits;
+    const uint32_t lg_i = wbits - 1 - lg_nt;
+    *lg_m = wbits - lsbits;
+    *lg_k = lg_i > *lg_m ? min(lgk, lg_i - *lg_m) : 0;
+    *lg_sub = lg_i - *lg_k;
+}
+
+// Block (k, y): sub-chunk k of every chunk of window y; thread t's pair (res'_k, acc'_k) goes
+// to parts[((y << lgk) + k) * 2 nt + 2 t ...]. res' lives in shared memory (sppark's choice
+// for points this large).
+template<class bucket>
+__launch_bounds__(MSM_NTHREADS) __global__
+void cuzk_integrate_fine(const typename bucket::mem_t* rows, uint32_t wbits, uint32_t nbits,
+                         uint32_t lgk, typename bucket::mem_t* parts)
+{
+    static_assert(bucket::degree == 1, "one thread per point");
+    typedef typename bucket::mem_t bucket_d;
+    extern __shared__ uint4 scratch_[];
+    bucket_d* scratch = reinterpret_cast<bucket_d*>(scratch_);
+    const uint32_t nt = blockDim.x;
+    const uint32_t lg_nt = 31 - __clz(nt);
+    const uint32_t t = threadIdx.x;
+    const uint32_t k = blockIdx.x, y = blockIdx.y;
+    uint32_t lg_m, lg_k, lg_sub;
+    cuzk_integrate_split(y, wbits, nbits, lg_nt, lgk, &lg_m, &lg_k, &lg_sub);
+    if (k >> lg_k)
+        return;
+    const uint32_t mask = (1u << lg_m) - 1;
+    const bucket_d* row = rows + ((size_t)y << (wbits - 1)) + ((size_t)t << (lg_sub + lg_k)) +
+                          ((size_t)k << lg_sub);
+    uint32_t i = (1u << lg_sub) - 1;
+    bucket acc = row[i];
+    if (i & mask)
+        scratch[t].inf();
+    else
+        scratch[t] = acc;
+    #pragma unroll 1
+    while (i--) {
+        bucket p = row[i];
+        acc.add(p);
+        if (!(i & mask)) {
+            bucket r = scratch[t];
+            r.add(acc);
+            scratch[t] = r;
+        }
+    }
+    bucket_d* out = parts + (((size_t)y << lgk) + k) * 2 * nt;
+    out[2 * t] = scratch[t];
+    out[2 * t + 1] = acc;
+}
+
+// Block y: window y's chunks, thread t joining chunk t's pairs into rows[y][2t] (res) and
+// rows[y][2t + 1] (acc), sppark's layout.
+template<class bucket>
+__launch_bounds__(MSM_NTHREADS) __global__
+void cuzk_integrate_join(typename bucket::mem_t* rows, uint32_t wbits, uint32_t nbits,
+                         uint32_t lgk, const typename bucket::mem_t* parts)
+{
+    static_assert(bucket::degree == 1, "one thread per point");
+    typedef typename bucket::mem_t bucket_d;
+    const uint32_t nt = blockDim.x;
+    const uint32_t lg_nt = 31 - __clz(nt);
+    const uint32_t t = threadIdx.x;
+    const uint32_t y = blockIdx.x;
+    uint32_t lg_m, lg_k, lg_sub;
+    cuzk_integrate_split(y, wbits, nbits, lg_nt, lgk, &lg_m, &lg_k, &lg_sub);
+    const bucket_d* in = parts + ((size_t)y << lgk) * 2 * nt + 2 * t;
+    bucket run, tw, res;
+    run.inf();
+    tw.inf();
+    res.inf();
+    #pragma unroll 1
+    for (uint32_t k = (1u << lg_k) - 1; k > 0; k--) {
+        bucket a = in[(size_t)k * 2 * nt + 1];
+        run.add(a);
+        tw.add(run);
+        bucket r = in[(size_t)k * 2 * nt];
+        res.add(r);
+    }
+    {
+        bucket a = in[1];
+        run.add(a);
+        bucket r = in[0];
+        res.add(r);
+    }
+    if (lg_k) {
+        #pragma unroll 1
+        for (uint32_t d = lg_sub - lg_m; d--;) {
+            bucket twice = tw;
+            tw.add(twice);
+        }
+        res.add(tw);
+    }
+    bucket_d* row = rows + ((size_t)y << (wbits - 1));
+    row[2 * t] = res;
+    row[2 * t + 1] = run;
+}
+
+template __global__ void cuzk_integrate_fine<bucket_t>(const bucket_t::mem_t*, uint32_t,
+                                                       uint32_t, uint32_t, bucket_t::mem_t*);
+template __global__ void cuzk_integrate_join<bucket_t>(bucket_t::mem_t*, uint32_t, uint32_t,
+                                                       uint32_t, const bucket_t::mem_t*);
+
 template __global__ void cuzk_msm_windows<bucket_t>(bucket_t::mem_t*, uint32_t, uint32_t,
                                                     bucket_t::mem_t*);
 template __global__ void cuzk_msm_windows<bucket2_t>(bucket2_t::mem_t*, uint32_t, uint32_t,

@@ -5,7 +5,7 @@
 //! into two vectors of the domain at proof time), how many stages overlap, and whether the
 //! recording is copied to the GPU or read from pinned host memory.
 //!
-//! At 2^27 (32 and 64 GiB sectors) the plans need about 107 GB (resident, full), 61 GB
+//! At 2^27 (32 and 64 GiB sectors) the plans need about 116 GB (resident, full), 61 GB
 //! (streamed, full), 19 GB (streamed, lean, two stages), 18 GB (one stage) and 12 GB (the
 //! recording read from host memory): the first that fits is taken.
 
