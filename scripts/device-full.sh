@@ -173,7 +173,28 @@ case ${1:-} in
         kill $s
         grep -E 'resident on the GPU|streamed from|device memory for' "$W/msm.log" | head -4
         grep -vE '^\s*$' "$W/msm.out" | tail -24
-        echo "device memory peak (nvidia-smi): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0 > m) m = $2+0} END {print m " MiB"}' "$W/msm.smi")" ;;
+        echo "device memory peak (nvidia-smi): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0 > m) m = $2+0} END {print m " MiB"}' "$W/msm.smi")"
+        # With NCU=1: each kernel's time in the first NCU_LAUNCHES launches of a one-proof run
+        # (the first partition's upload and proof), by Nsight Compute (one metric, one pass).
+        if [[ ${NCU:-0} = 1 ]] && command -v ncu > /dev/null; then
+          stamp "kernel times of one partition (ncu)"
+          timed ncu timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+            --launch-count ${NCU_LAUNCHES:-150} --log-file "$W/ncu.csv" \
+            $BIN --params-dir "$P" bench batch --c1 "$P/c1-32GiB.json" -c 1 -j 1 --memory-budget-gib 100
+          python3 - "$W/ncu.csv" <<'PY' || true
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head = rows[0]; k = head.index('Kernel Name'); v = head.index('Metric Value'); u = head.index('Metric Unit')
+tot = collections.OrderedDict(); cnt = collections.Counter()
+for r in rows[1:]:
+    name = r[k].split('(')[0].split('<')[0].strip()
+    x = float(r[v].replace(',', '')) * {'nsecond': 1e-6, 'usecond': 1e-3, 'msecond': 1.0, 'second': 1e3}.get(r[u], 1e-6)
+    tot[name] = tot.get(name, 0) + x; cnt[name] += 1
+for n, x in sorted(tot.items(), key=lambda t: -t[1]):
+    print(f"{x:10.2f} ms {cnt[n]:4d}x {n}")
+print(f"{sum(tot.values()):10.2f} ms in all")
+PY
+        fi ;;
       both)
         # Issues 24 and 25 in one device session, the 32 GiB parameters generated once: the
         # native plan, then the small plan's limits (native witnesses, the default), two proofs

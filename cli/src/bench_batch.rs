@@ -269,12 +269,26 @@ struct ProofTimes {
     index: usize,
     job: u64,
     wall_ms: f64,
+    /// When the proof came back, from the stream's start.
+    done_s: f64,
     queue_ms: f64,
     synth_ms: f64,
     prove_ms: f64,
     /// GPU call time summed over partitions (GPU backends).
     gpu_ms: f64,
     verified: bool,
+}
+
+/// The stream's rate once its pipeline is full: the time from the first proof back to the
+/// last, over the proofs between (the start-up, one proof's synthesis and proving before the
+/// first comes back, left out). None below two proofs.
+fn steady_s_per_proof(times: &[ProofTimes]) -> Option<f64> {
+    let first = times.iter().map(|t| t.done_s).fold(f64::INFINITY, f64::min);
+    let last = times
+        .iter()
+        .map(|t| t.done_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    (times.len() >= 2).then(|| (last - first) / (times.len() - 1) as f64)
 }
 
 fn progress(count: usize, what: &str) -> Progress {
@@ -386,7 +400,8 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
                 }
             }
         }
-        r.map(|o| (i, t.elapsed().as_secs_f64() * 1e3, o))
+        let done_s = t0.elapsed().as_secs_f64();
+        r.map(|o| ((i, done_s), t.elapsed().as_secs_f64() * 1e3, o))
     });
     let total_s = t0.elapsed().as_secs_f64();
     pb.finish("done");
@@ -399,12 +414,13 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     let (stages_ms, stage_n) = stage_means(&results);
     for r in results {
         match r {
-            Ok((i, wall_ms, out)) => {
+            Ok(((i, done_s), wall_ms, out)) => {
                 let valid = seal_verifies(&a, &c1, &out.proof);
                 times.push(ProofTimes {
                     index: i,
                     job: out.job,
                     wall_ms,
+                    done_s,
                     queue_ms: out
                         .partitions
                         .iter()
@@ -437,6 +453,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         );
     }
     let ppm = times.len() as f64 / total_s * 60.0;
+    let steady = steady_s_per_proof(&times);
     let parts = an.partitions.len();
     let gpu_sum: f64 = times.iter().map(|t| t.gpu_ms).sum();
     if gpu_sum > 0.0 && parts > 0 {
@@ -471,6 +488,12 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         status.memory_peak >> 20,
         status.memory_budget >> 20
     );
+    if let Some(s) = steady {
+        println!(
+            "steady state: {s:.2} s/proof (from the first proof back to the last, {} proofs)",
+            times.len() - 1
+        );
+    }
     for (i, d) in status.devices.iter().enumerate() {
         println!(
             "device {i} {}: {} partitions proved, {}",
@@ -577,7 +600,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         "devices_setting": a.devices, "gpu_batch": engine_gpu_batch, "disable_device": a.disable_device,
         "c1": a.c1, "count": a.count, "concurrency": a.concurrency,
         "synthesis_workers": a.synthesis_workers, "synthesis_lookahead": a.lookahead,
-        "seconds": total_s, "proofs_per_min": ppm, "failed": failed,
+        "seconds": total_s, "proofs_per_min": ppm, "steady_s_per_proof": steady, "failed": failed,
         "peak_rss_bytes": peak_rss(),
         "memory_reserved_peak_bytes": status.memory_peak, "memory_budget_bytes": status.memory_budget,
         "devices": an.devices, "gaps_ms": {
