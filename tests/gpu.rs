@@ -3,7 +3,7 @@
 //!   MSMs (H, L, A, B in G1 and G2) against bellperson's CPU FFT and blst's MSM, with random
 //!   bases and scalars of every class (zero, one, others, edge values), resident and streamed,
 //!   from 2^4 to 2^20 points; and at 2^17 points with window sizes of 10-18, 20, 21 and 22 bits
-//!   (odd and even window counts, every top-window width; from 16 bits on, the bucket
+//!   (odd and even window counts, every top-window width; from 14-bit windows on, the bucket
 //!   integration spread over the GPU, with fewer sub-chunks in a narrow top window, or one where
 //!   the top window is narrower than a chunk: 18, 21) and several batches
 //!   (`CUZK_MSM_WBITS`, `CUZK_MSM_BATCHES`, read once per process: each shape runs in a child

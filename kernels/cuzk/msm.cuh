@@ -142,8 +142,9 @@ struct msm_ws_t {
     static size_t rows(const msm_shape_t& s) { return (size_t)s.nwins << (s.wbits - 1); }
     // log2 of the sub-chunks per chunk of the bucket integration (msm_kernels.cuh) on a GPU
     // of `sms` multiprocessors: 0, sppark's walk, for G2 and windows of few buckets; else as
-    // many as keep a sub-chunk at 64 buckets or more while the blocks stay under four per
-    // multiprocessor (at 20-bit windows: 32 sub-chunks of 64, 416 blocks).
+    // many as keep a sub-chunk at 16 buckets or more while the blocks stay within four per
+    // multiprocessor (at 20-bit windows: 32 sub-chunks of 64, 416 blocks; at 15 bits, the tail
+    // MSMs': 4 of 16).
     static uint32_t lgk_for(const msm_shape_t& s, int sms)
     {
         if (bucket::degree != 1)
@@ -151,7 +152,7 @@ struct msm_ws_t {
         const uint32_t lg_nt = lg2_floor(MSM_NTHREADS);
         const uint32_t lg_i = s.wbits - 1 - lg_nt;
         uint32_t lgk = 0;
-        while (lg_i - lgk > 6 && ((size_t)s.nwins << (lgk + 1)) <= 4 * (size_t)sms)
+        while (lg_i - lgk > 4 && ((size_t)s.nwins << (lgk + 1)) <= 4 * (size_t)sms)
             lgk++;
         return lgk;
     }
