@@ -433,11 +433,18 @@ mod tests {
         let w =
             |stages, flags| unsafe { cuzk_gpu_working_bytes(27, 328, 130_169_893, stages, flags) }
                 as u64;
+        let resident = w(2, 0);
+        let resident_lean = w(2, PLAN_LEAN);
         let full = w(2, PLAN_STREAMED);
         let lean2 = w(2, PLAN_STREAMED | PLAN_LEAN);
         let lean1 = w(1, PLAN_STREAMED | PLAN_LEAN);
         let small = w(1, PLAN_STREAMED | PLAN_LEAN | PLAN_REC_MAPPED);
-        eprintln!("2^27 working sets (bytes): streamed full x2 {full}, lean x2 {lean2}, lean x1 {lean1}, lean x1 with the recording in host memory {small}");
+        eprintln!("2^27 working sets (bytes): resident full x2 {resident}, resident lean x2 {resident_lean}, streamed full x2 {full}, lean x2 {lean2}, lean x1 {lean1}, lean x1 with the recording in host memory {small}");
+        // The resident plan with full stages runs the H MSM in one batch (msm_shape): its
+        // digits and sort space for all 2^27 points (~9.1 GB, against ~1.3 GB in batches of
+        // 2^24) are counted; a lean plan keeps batches whose digits fit its lent vector.
+        assert!(resident > full + (7 << 30), "{resident} {full}");
+        assert!(resident_lean < resident - (7 << 30), "{resident_lean} {resident}");
         assert!(
             full > lean2 && lean2 > lean1 && lean1 > small,
             "{full} {lean2} {lean1} {small}"

@@ -5,9 +5,11 @@
 //! into two vectors of the domain at proof time), how many stages overlap, and whether the
 //! recording is copied to the GPU or read from pinned host memory.
 //!
-//! At 2^27 (32 and 64 GiB sectors) the plans need about 116 GB (resident, full), 61 GB
-//! (streamed, full), 19 GB (streamed, lean, two stages), 18 GB (one stage) and 12 GB (the
-//! recording read from host memory): the first that fits is taken.
+//! At 2^27 (32 and 64 GiB sectors) the plans need about 125 GB (resident, full: the H MSM in
+//! one batch), 68 GB (resident, lean, two stages), 68 GB (streamed, full), 21 GB (streamed,
+//! lean, two stages), 18 GB (one stage) and 12 GB (the recording read from host memory), the
+//! 47 GB of parameters counted where resident (`sys::kernels` tests print the working sets):
+//! the first that fits is taken. An H200 (141 GB) takes the first, an 80 GB card the second.
 
 use crate::{prover::GpuParams, sys::gpu_prover};
 
