@@ -444,7 +444,10 @@ mod tests {
         // digits and sort space for all 2^27 points (~9.1 GB, against ~1.3 GB in batches of
         // 2^24) are counted; a lean plan keeps batches whose digits fit its lent vector.
         assert!(resident > full + (7 << 30), "{resident} {full}");
-        assert!(resident_lean < resident - (7 << 30), "{resident_lean} {resident}");
+        assert!(
+            resident_lean < resident - (7 << 30),
+            "{resident_lean} {resident}"
+        );
         assert!(
             full > lean2 && lean2 > lean1 && lean1 > small,
             "{full} {lean2} {lean1} {small}"
