@@ -15,6 +15,8 @@
 //! | `CUZK_GPU_PARAMS` | [`Config::gpu_params`] (`auto`, `resident` or `streamed`) |
 //! | `CUZK_GPU_MEM_LIMIT` | [`Config::gpu_mem_limit`] (bytes, or with `KiB`, `MiB`, `GiB`) |
 //! | `CUZK_GPU_CALL_TIMEOUT_S` | [`Config::gpu_call_timeout`] (seconds, `0`: no watchdog) |
+//! | `CUZK_RECORDING_WAIT_S` | [`Config::recording_wait`] (seconds) |
+//! | `CUZK_GPU_ROOM_WAIT_S` | [`Config::gpu_room_wait`] (seconds, `0`: no wait) |
 //!
 //! A field left at its automatic value (0, empty, `None`) takes the variable, else the
 //! built-in default; a value set in the `Config` wins over the environment.
@@ -43,6 +45,13 @@ pub const MAX_DEVICE_COOLDOWN: Duration = Duration::from_secs(30 * 60);
 pub const MAX_DURATION_SETTING: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The GPU-call watchdog's allowance beyond a call's expected time, unless configured.
 pub const DEFAULT_GPU_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Longest a partition waits for its circuit's recording (loaded or recorded) where it does
+/// not take full synthesis, unless configured.
+pub const DEFAULT_RECORDING_WAIT: Duration = Duration::from_secs(15 * 60);
+/// Longest a partition waits for room on a GPU that has none now (another process holds it)
+/// before it is proved on the CPU, unless configured.
+pub const DEFAULT_GPU_ROOM_WAIT: Duration = Duration::from_secs(10 * 60);
 
 /// How partitions are synthesized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,6 +158,17 @@ pub struct Config {
     /// and are rejected by the chain, so this is for benchmarks only. None:
     /// `CUZK_ALLOW_RANDOM_PARAMS` (`1`), else refused with PARAMS.
     pub allow_random_params: Option<bool>,
+    /// Longest a partition waits for its circuit's recording where it does not take full
+    /// synthesis meanwhile (the recording is loaded from its file, or the circuit is of 2^27
+    /// constraints, or no prover takes a full assignment); past it the job fails with PROVING,
+    /// naming the recording. None: `CUZK_RECORDING_WAIT_S`, else 15 minutes.
+    pub recording_wait: Option<Duration>,
+    /// Longest a partition waits for room on a GPU that has none now (device memory held by
+    /// another process, the memory budget busy for a parameter read): the call is tried again
+    /// as room comes back, then the partition goes to the CPU. A GPU that can never hold the
+    /// circuit is passed over at once. Some(ZERO): no wait. None: `CUZK_GPU_ROOM_WAIT_S`, else
+    /// 10 minutes.
+    pub gpu_room_wait: Option<Duration>,
 }
 
 impl Default for Config {
@@ -182,6 +202,8 @@ impl Default for Config {
             gpu_mem_limit: None,
             gpu_call_timeout: None,
             allow_random_params: None,
+            recording_wait: None,
+            gpu_room_wait: None,
         }
     }
 }
@@ -258,6 +280,14 @@ impl Config {
             (
                 "gpu_call_timeout (CUZK_GPU_CALL_TIMEOUT_S)",
                 self.gpu_call_timeout.unwrap_or_default(),
+            ),
+            (
+                "recording_wait (CUZK_RECORDING_WAIT_S)",
+                self.recording_wait.unwrap_or_default(),
+            ),
+            (
+                "gpu_room_wait (CUZK_GPU_ROOM_WAIT_S)",
+                self.gpu_room_wait.unwrap_or_default(),
             ),
         ];
         for (name, d) in durations {
@@ -351,6 +381,16 @@ impl Config {
                     }
                 },
                 _ => DEFAULT_GPU_CALL_TIMEOUT,
+            });
+        }
+        if self.recording_wait.is_none() {
+            self.recording_wait =
+                Some(env_secs("CUZK_RECORDING_WAIT_S").unwrap_or(DEFAULT_RECORDING_WAIT));
+        }
+        if self.gpu_room_wait.is_none() {
+            self.gpu_room_wait = Some(match std::env::var("CUZK_GPU_ROOM_WAIT_S") {
+                Ok(v) if v.trim() == "0" => Duration::ZERO,
+                _ => env_secs("CUZK_GPU_ROOM_WAIT_S").unwrap_or(DEFAULT_GPU_ROOM_WAIT),
             });
         }
         if self.allow_random_params.is_none() {

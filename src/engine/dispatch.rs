@@ -9,7 +9,7 @@
 use std::{
     collections::BTreeMap,
     sync::{atomic::Ordering, Arc},
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use bellperson::groth16::Proof;
@@ -34,9 +34,76 @@ use crate::{
     timeline::EventKind,
 };
 
+/// A GPU backend that had no room for partitions: its worker waits until `until` before its
+/// next call (the partitions wait in the prover queue, where another device may take them),
+/// the wait doubling from [`ROOM_FIRST_WAIT`] up to [`ROOM_MAX_WAIT`] while there is none.
+#[derive(Default)]
+pub(super) struct RoomWait {
+    pub(super) until: Option<Instant>,
+    backoff: Duration,
+    /// Since when the backend has found no room (None: it had room at its last call).
+    pub(super) since: Option<Instant>,
+    /// When the wait was last logged.
+    said: Option<Instant>,
+}
+
+const ROOM_FIRST_WAIT: Duration = Duration::from_secs(1);
+const ROOM_MAX_WAIT: Duration = Duration::from_secs(8);
+/// How often a wait for room is logged while it lasts.
+const ROOM_LOG_EVERY: Duration = Duration::from_secs(30);
+
+/// Sleeps until backend `d`'s wait for room ends (or the engine stops).
+fn wait_for_room(inner: &Inner, d: usize) {
+    let Some(until) = inner.room_wait[d].lock().until else {
+        return;
+    };
+    while inner.running.load(Ordering::Acquire) && Instant::now() < until {
+        std::thread::sleep((until - Instant::now()).min(Duration::from_millis(100)));
+    }
+}
+
+/// After a call of backend `d`: `waited` partitions had no room and went back to wait for it,
+/// `proved` were proved. Sets the next wait (or ends it) and logs it.
+fn note_room(inner: &Inner, d: usize, waited: usize, proved: usize, why: Option<&str>) {
+    let mut w = inner.room_wait[d].lock();
+    let name = inner.backends[d].name();
+    if waited == 0 {
+        if proved > 0 {
+            if let Some(since) = w.since {
+                log::info!(
+                    "{name}: room on the GPU again after {:.1} s of waiting",
+                    since.elapsed().as_secs_f64()
+                );
+            }
+            *w = RoomWait::default();
+        }
+        return;
+    }
+    let now = Instant::now();
+    w.backoff = if w.backoff.is_zero() {
+        ROOM_FIRST_WAIT
+    } else {
+        (w.backoff * 2).min(ROOM_MAX_WAIT)
+    };
+    w.until = Some(now + w.backoff);
+    let since = *w.since.get_or_insert(now);
+    if w.said.is_none_or(|t| t.elapsed() >= ROOM_LOG_EVERY) {
+        w.said = Some(now);
+        log::warn!(
+            "{name}: no room for {waited} partition(s) ({}): waiting for the GPU (for {:.0} s \
+             so far; next try in {:.0} s; after {} s a partition goes to the CPU)",
+            why.unwrap_or("no device memory"),
+            since.elapsed().as_secs_f64(),
+            w.backoff.as_secs_f64(),
+            inner.cfg.gpu_room_wait.unwrap_or_default().as_secs()
+        );
+    }
+}
+
 pub(super) fn prove_worker(inner: &Arc<Inner>, d: usize) {
     let backend = &inner.backends[d];
     while let Some((_, first)) = inner.prove_q.pop() {
+        wait_for_room(inner, d);
         // A multi-GPU backend takes one ready partition per usable device (same parameters).
         let mut items = vec![first];
         let mut jobs = Vec::new();
@@ -90,6 +157,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
             work,
             reservation,
             synth_end,
+            room_since,
         } = it;
         works.push(Some(work));
         parts.push(InFlight {
@@ -97,6 +165,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
             k: partition,
             reservation: Some(reservation),
             synth_end,
+            room_since,
         });
     }
     let use_gpu = backend.max_batch() > 0 || !backend.is_gpu();
@@ -157,18 +226,37 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
         prove_ms: ms(pickup.elapsed()),
         use_gpu,
     };
+    let room_wait = inner.cfg.gpu_room_wait.unwrap_or_default();
+    let (mut waited, mut proved, mut why) = (0, 0, None);
     for (i, ((sub, result), p)) in results.into_iter().zip(parts).enumerate() {
         let slot = base + sub;
+        let gpu_err = |s: Status| matches!(&result, Err(e) if backend.is_gpu() && e.status == s);
+        let no_room = gpu_err(Status::ResourceExhausted);
+        // Room passing short (another process holds the device's memory): the partition waits
+        // for it in the queue, up to the configured time, rather than take minutes on the CPU.
+        let waits = no_room
+            && use_gpu
+            && works[i].is_some()
+            && p.room_since.is_none_or(|t| t.elapsed() < room_wait)
+            && !room_wait.is_zero();
         {
             let mut devs = inner.devices.lock();
             devs[guessed[i]].current = None;
             devs[slot].current = None;
             devs[slot].partitions_proved += result.is_ok() as u64;
-            devs[slot].no_room += matches!(&result, Err(e) if backend.is_gpu()
-                && e.status == Status::ResourceExhausted) as u64;
+            devs[slot].no_room += no_room as u64;
+            devs[slot].room_waits += waits as u64;
+            devs[slot].passed_over += (use_gpu && gpu_err(Status::Unsupported)) as u64;
         }
+        proved += result.is_ok() as usize;
         match result {
             Ok(proof) => back.proved(p, slot, times[i], proof),
+            Err(e) if waits => {
+                let work = works[i].take().expect("checked above");
+                waited += 1;
+                why.get_or_insert(e.message.clone());
+                back.wait_for_room(p, slot, work);
+            }
             // A GPU error must not fail the job: GPU backends leave the work in place, and
             // the CPU retry worker proves it again while this worker goes on.
             Err(e) if backend.is_gpu() && works[i].is_some() => {
@@ -177,6 +265,9 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
             }
             Err(e) => back.fail(p, slot, e),
         }
+    }
+    if backend.is_gpu() && use_gpu {
+        note_room(inner, d, waited, proved, why.as_deref());
     }
 }
 
@@ -187,6 +278,7 @@ struct InFlight {
     k: usize,
     reservation: Option<Reservation>,
     synth_end: Instant,
+    room_since: Option<Instant>,
 }
 
 /// What a prover call owns while it runs.
@@ -309,6 +401,7 @@ impl Returned<'_> {
             k,
             reservation,
             synth_end,
+            ..
         } = p;
         let report = PartitionReport {
             wait_ms: ms(self.pickup - synth_end),
@@ -331,6 +424,45 @@ impl Returned<'_> {
         complete(self.inner, &job, k, self.srs, proof, report);
     }
 
+    /// The GPU at `slot` had no room for partition `p` now: it goes back to the prover queue
+    /// with its work and memory, to wait for the room (the job fails only where the engine
+    /// was shut down meanwhile).
+    fn wait_for_room(&self, p: InFlight, slot: usize, work: Work) {
+        let inner = self.inner;
+        let InFlight {
+            job,
+            k,
+            reservation,
+            synth_end,
+            room_since,
+        } = p;
+        emit(
+            inner,
+            EventKind::GpuEnd,
+            &job,
+            k,
+            slot,
+            self.prove_ms,
+            "no-room;wait",
+        );
+        let item = ProveItem {
+            job: job.clone(),
+            partition: k,
+            srs: self.srs.clone(),
+            work,
+            reservation: reservation.expect("a returned call gives its partitions' memory back"),
+            synth_end,
+            room_since: Some(room_since.unwrap_or_else(Instant::now)),
+        };
+        if inner.prove_q.push(job.key(k), item).is_err() {
+            finish(
+                inner,
+                &job,
+                Err(Error::new(Status::NotRunning, "the engine was shut down")),
+            );
+        }
+    }
+
     /// Partition `p` failed on the GPU at `slot`: its work goes to the CPU retry queue (the job
     /// fails only where the engine was shut down meanwhile).
     fn retry_on_cpu(&self, p: InFlight, slot: usize, work: Work, e: Error, r: Fr, s: Fr) {
@@ -340,6 +472,7 @@ impl Returned<'_> {
             k,
             reservation,
             synth_end,
+            ..
         } = p;
         log::warn!(
             "{}: partition {k} of job {} failed ({}): proving it on the CPU",
@@ -367,6 +500,7 @@ impl Returned<'_> {
                 work,
                 reservation,
                 synth_end,
+                room_since: None,
             },
             slot,
             pickup: self.pickup,
@@ -546,6 +680,7 @@ fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
                 work,
                 reservation,
                 synth_end,
+                ..
             },
         slot,
         pickup,

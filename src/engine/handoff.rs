@@ -70,6 +70,8 @@ pub(super) struct ProveItem {
     pub(super) work: Work,
     pub(super) reservation: Reservation,
     pub(super) synth_end: Instant,
+    /// Since when it waits for room on a GPU that had none (None: it has not waited).
+    pub(super) room_since: Option<Instant>,
 }
 
 /// A partition a GPU failed on, waiting for the CPU.

@@ -49,9 +49,16 @@ pub struct DeviceStatus {
     pub failed_calls: u64,
     /// Times it was put back in service after a passed probe.
     pub readmissions: u64,
-    /// Partitions it could not take for lack of device memory (RESOURCE_EXHAUSTED: a GPU that
-    /// cannot hold a partition of the circuit; not a fault), proved elsewhere.
+    /// Calls in which it had no device memory for a partition now (RESOURCE_EXHAUSTED; not a
+    /// fault): the partition waits for its room (`room_waits`), then goes elsewhere.
     pub no_room: u64,
+    /// Partitions it could never take (a card or limit too small for the circuit, a plan
+    /// that takes compact witnesses only), passed over to the other devices or the CPU.
+    pub passed_over: u64,
+    /// Partitions put back in the queue to wait for its room (another process held its
+    /// memory); and, while it waits, for how long it has been waiting.
+    pub room_waits: u64,
+    pub waiting_for_room_ms: Option<u64>,
     /// Calls the watchdog gave up on (far past their expected time); their partitions went to
     /// the other devices or the CPU.
     pub hung_calls: u64,

@@ -106,6 +106,11 @@ struct Inner {
     fallback: Box<dyn ProverBackend>,
     /// Checked parameter instances (`Srs::generation`) every backend has prepared.
     prepared: Mutex<HashSet<u64>>,
+    /// Parameter instances and statuses a backend's failed `prepare` was logged for (once).
+    prepare_said: Mutex<HashSet<(u64, i32)>>,
+    /// Per backend: when its prover worker next tries a GPU that had no room (it waits until
+    /// then), and the wait after that.
+    room_wait: Vec<Mutex<dispatch::RoomWait>>,
     /// Circuits whose witnesses the native generator does not make (it does not support
     /// them, or it was distrusted for them), and why.
     native_off: Mutex<HashMap<String, String>>,
@@ -277,11 +282,13 @@ impl Engine {
             timeline,
             counters: Counters::default(),
             abandoned: backends.iter().map(|_| Default::default()).collect(),
+            room_wait: backends.iter().map(|_| Default::default()).collect(),
             call_times: Default::default(),
             backends,
             slot_base,
             fallback,
             prepared: Mutex::new(HashSet::new()),
+            prepare_said: Mutex::new(HashSet::new()),
             native_off: Mutex::new(HashMap::new()),
             params_ids: Mutex::new(HashMap::new()),
             probes: Mutex::new(vec![Probe::default(); devices.len()]),
@@ -325,6 +332,17 @@ impl Engine {
                         "cannot start a worker thread: {e}"
                     )));
                 }
+            }
+        }
+        // The recordings on disk load while the first job reads its parameters.
+        {
+            let i = inner.clone();
+            match std::thread::Builder::new()
+                .name("cuzk-pce-scan".into())
+                .spawn(move || synth::preload_recordings(&i))
+            {
+                Ok(t) => threads.push(t),
+                Err(e) => log::warn!("cannot start loading the recordings on disk: {e}"),
             }
         }
         log::info!(

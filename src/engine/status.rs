@@ -23,6 +23,8 @@ pub(super) struct Counters {
     pub(super) native_witnesses: AtomicU64,
     pub(super) native_fallbacks: AtomicU64,
     pub(super) native_distrusted: AtomicU64,
+    /// Partitions that waited for their circuit's recording rather than synthesize in full.
+    pub(super) recording_waits: AtomicU64,
 }
 
 /// A snapshot of the engine's state.
@@ -83,6 +85,9 @@ pub struct EngineStatus {
     pub native_witnesses: u64,
     pub native_fallbacks: u64,
     pub native_distrusted: u64,
+    /// Partitions that waited for their circuit's recording (being loaded or made) rather
+    /// than synthesize in full.
+    pub recording_waits: u64,
     pub devices: Vec<DeviceStatus>,
 }
 
@@ -154,13 +159,14 @@ impl EngineStatus {
         metric(
             "cuzk_pce_events_total",
             "counter",
-            "Recordings loaded, recorded, files rejected, recordings distrusted, partitions synthesized in full after a wrong assignment.",
+            "Recordings loaded, recorded, files rejected, recordings distrusted, partitions synthesized in full after a wrong assignment, partitions that waited for their recording.",
             &[
                 ("{event=\"loaded\"}".into(), self.pce_loaded as f64),
                 ("{event=\"recorded\"}".into(), self.pce_recorded as f64),
                 ("{event=\"rejected_file\"}".into(), self.pce_rejected_files as f64),
                 ("{event=\"distrusted\"}".into(), self.pce_distrusted as f64),
                 ("{event=\"fallback\"}".into(), self.pce_fallbacks as f64),
+                ("{event=\"waited\"}".into(), self.recording_waits as f64),
             ],
         );
         metric(
@@ -266,8 +272,26 @@ impl EngineStatus {
         metric(
             "cuzk_device_no_room_total",
             "counter",
-            "Partitions the device could not take for lack of device memory (proved elsewhere).",
+            "Partitions the device had no device memory for at that moment (they wait for its room, then go elsewhere).",
             &dev(&|d| d.no_room as f64),
+        );
+        metric(
+            "cuzk_device_passed_over_total",
+            "counter",
+            "Partitions the device can never take (a card too small for the circuit, a plan of compact witnesses only), proved elsewhere.",
+            &dev(&|d| d.passed_over as f64),
+        );
+        metric(
+            "cuzk_device_room_waits_total",
+            "counter",
+            "Partitions put back in the queue to wait for the device's room (another process held its memory).",
+            &dev(&|d| d.room_waits as f64),
+        );
+        metric(
+            "cuzk_device_waiting_for_room_seconds",
+            "gauge",
+            "How long the device has been waiting for room (0 while it is not).",
+            &dev(&|d| d.waiting_for_room_ms.unwrap_or(0) as f64 / 1e3),
         );
         metric(
             "cuzk_device_hung_calls_total",
@@ -303,6 +327,13 @@ impl Engine {
         for (d, at) in devices.iter_mut().zip(health::probe_in_ms(i)) {
             d.probe_in_ms = at;
         }
+        for (b, wait) in i.room_wait.iter().enumerate() {
+            let since = wait.lock().since;
+            let n = i.backends[b].devices().len();
+            for d in devices.iter_mut().skip(i.slot_base[b]).take(n) {
+                d.waiting_for_room_ms = since.map(|t| t.elapsed().as_millis() as u64);
+            }
+        }
         EngineStatus {
             running: i.running.load(Ordering::Acquire),
             jobs_in_flight,
@@ -334,6 +365,7 @@ impl Engine {
             native_witnesses: i.counters.native_witnesses.load(Ordering::Relaxed),
             native_fallbacks: i.counters.native_fallbacks.load(Ordering::Relaxed),
             native_distrusted: i.counters.native_distrusted.load(Ordering::Relaxed),
+            recording_waits: i.counters.recording_waits.load(Ordering::Relaxed),
             resident_params: i.srs.resident(),
             devices,
         }

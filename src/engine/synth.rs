@@ -82,6 +82,116 @@ pub(super) fn plan(inner: &Inner, id: &str, srs: &Srs) -> Plan {
     Plan { held, path }
 }
 
+/// Starts loading (or else recording) the circuit's recording on a thread of its own, unless
+/// that is done or under way.
+fn start_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, srs: &Srs) {
+    let c = circuits.clone();
+    inner.pce.start(
+        circuits.params_id(),
+        pce::Expect::of(srs),
+        recording_room(inner, srs),
+        move |abort| c.record(Some(abort)).map_err(|e| e.message),
+    );
+}
+
+/// Constraints from which a partition never takes full synthesis while its recording is
+/// under way: at 2^27 (32 and 64 GiB sectors) full synthesis holds ~13 GB per partition for
+/// minutes, and a card's lean plan does not take its assignment.
+const WAIT_FROM_CONSTRAINTS: usize = 1 << 27;
+
+/// Why a partition of circuit `id` waits for its recording rather than take full synthesis
+/// while the recording is loaded or made; None where it does not wait (the recording is ready
+/// or failed, the configuration does not pre-compile, or full synthesis costs no more than the
+/// wait: a small circuit recorded from scratch, with a prover that takes assignments).
+fn waits_for_recording(inner: &Inner, id: &str, srs: &Srs) -> Option<&'static str> {
+    if !inner.cfg.synthesis_mode().pre_compiled() {
+        return None;
+    }
+    if matches!(inner.pce.state(id), pce::PceState::Ready | pce::PceState::Failed(_)) {
+        return None;
+    }
+    if inner.pce.file_of(id).is_file() {
+        Some("loading it from its file takes less than synthesizing in full")
+    } else if srs.size.domain() >= WAIT_FROM_CONSTRAINTS {
+        Some("full synthesis of a partition of 2^27 constraints costs more than the wait")
+    } else if !inner.backends.iter().any(|b| b.takes_assignments(srs)) {
+        Some("no prover takes a fully synthesized partition")
+    } else {
+        None
+    }
+}
+
+/// Waits for circuit `id`'s recording where partition `k` must (see [`waits_for_recording`]),
+/// starting it where it is not under way. Past the configured deadline the job fails
+/// (PROVING, naming the recording); a stopped job or engine ends the wait (the caller sees the
+/// stop).
+fn wait_for_recording(
+    inner: &Inner,
+    circuits: &Arc<dyn SealCircuits>,
+    srs: &Srs,
+    job: &Job,
+    k: usize,
+) -> Result<()> {
+    let id = circuits.params_id();
+    let Some(why) = waits_for_recording(inner, id, srs) else {
+        return Ok(());
+    };
+    start_recording(inner, circuits, srs);
+    if inner.pce.state(id) != pce::PceState::Working {
+        return Ok(());
+    }
+    let limit = inner.cfg.recording_wait.unwrap_or_default();
+    let file = inner.pce.file_of(id);
+    log::info!(
+        "partition {k} of job {} waits for the recording of circuit {id} ({}): {why}",
+        job.id,
+        file.display()
+    );
+    inner.counters.recording_waits.fetch_add(1, Ordering::Relaxed);
+    let t = Instant::now();
+    let state = inner
+        .pce
+        .wait(id, t + limit, || inner.give_up(job).is_some());
+    if state == pce::PceState::Working && inner.give_up(job).is_none() {
+        return Err(Error::new(
+            Status::Proving,
+            format!(
+                "the recording of circuit {id} ({}) was not ready after {} s of waiting                  (recording_wait, CUZK_RECORDING_WAIT_S)",
+                file.display(),
+                t.elapsed().as_secs()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Loads the recordings on disk of the parameter sets present (engine start), each on a
+/// thread of its own: they load while the first job reads its parameters.
+pub(super) fn preload_recordings(inner: &Inner) {
+    if !inner.cfg.synthesis_mode().pre_compiled() {
+        return;
+    }
+    for id in pce::file::ids_in(inner.pce.dir()) {
+        if !inner.running.load(Ordering::Acquire) {
+            return;
+        }
+        if !crate::params::params_path(&inner.cfg.params_dir, &id).is_file() {
+            continue;
+        }
+        match inner.srs.get(&id, &inner.budget) {
+            Ok(srs) => {
+                if inner
+                    .pce
+                    .preload_file(&id, pce::Expect::of(&srs), recording_room(inner, &srs))
+                {
+                    log::info!("loading the recording of circuit {id} at engine start");
+                }
+            }
+            Err(e) => log::debug!("recording of circuit {id} not loaded at start: {e}"),
+        }
+    }
+}
+
 /// Loads (or records) the circuit's recording on this thread (preload).
 pub(super) fn load_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, srs: &Srs) {
     let c = circuits.clone();
@@ -174,13 +284,7 @@ fn synthesize_partition(
     };
     let Some(held) = plan.held else {
         if inner.cfg.synthesis_mode().pre_compiled() {
-            let c = circuits.clone();
-            inner.pce.start(
-                circuits.params_id(),
-                pce::Expect::of(srs),
-                recording_room(inner, srs),
-                move |abort| c.record(Some(abort)).map_err(|e| e.message),
-            );
+            start_recording(inner, circuits, srs);
         }
         return full();
     };
@@ -253,14 +357,42 @@ pub(super) fn host_assignment(
 
 /// Lets every backend load a circuit's parameters the first time they are used (each checked
 /// instance of a parameter file once).
+///
+/// Only a bad parameter file (PARAMS) fails the job: no prover can use it. A GPU without room
+/// now (another process holds its memory, the budget is busy) or ever (a card too small) is
+/// passed by: its partitions wait for its room at the prover, or go to the other devices or
+/// the CPU; `prepare` is tried again for the next partition.
 pub(super) fn prepare_backends(inner: &Inner, srs: &Srs) -> Result<()> {
     if inner.prepared.lock().contains(&srs.generation) {
         return Ok(());
     }
+    let mut all = true;
     for b in &inner.backends {
-        b.prepare(srs)?;
+        match b.prepare(srs) {
+            Ok(()) => {}
+            Err(e) if e.status == Status::Params => return Err(e),
+            Err(e) => {
+                all = false;
+                let mut said = inner.prepare_said.lock();
+                if said.insert((srs.generation, e.status as i32)) {
+                    log::warn!(
+                        "{}: cannot take the parameters {} now ({}); its partitions {}",
+                        b.name(),
+                        srs.path.display(),
+                        e.message,
+                        if e.status == Status::ResourceExhausted {
+                            "wait for its room, then go to the CPU"
+                        } else {
+                            "go to the other devices or the CPU"
+                        }
+                    );
+                }
+            }
+        }
     }
-    inner.prepared.lock().insert(srs.generation);
+    if all {
+        inner.prepared.lock().insert(srs.generation);
+    }
     Ok(())
 }
 
@@ -326,6 +458,12 @@ fn synthesize_one(
     };
     let srs = inner.srs_for(circuits.params_id(), circuits.shape().sector_size)?;
     prepare_backends(inner, &srs)?;
+    if !check_again {
+        wait_for_recording(inner, &circuits, &srs, job, k)?;
+        if job.stopped() {
+            return Ok(());
+        }
+    }
     let plan = if check_again {
         Plan {
             held: None,
@@ -406,6 +544,7 @@ fn synthesize_one(
         work,
         reservation,
         synth_end,
+        room_since: None,
     };
     if check_again {
         // On the CPU, on the slot of the device that made the first proof (for its events).

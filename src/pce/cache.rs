@@ -14,7 +14,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::{file, Expect, Recording};
 use crate::{
@@ -24,6 +24,9 @@ use crate::{
 
 /// How long a recording that did not fit the budget waits before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// What records a circuit (given the flag that asks it to give up).
+type Recorder = fn(Arc<AtomicBool>) -> Result<Recording, String>;
 
 /// A recording in memory with the budget it holds (given back when the last user drops it).
 pub struct Held {
@@ -94,6 +97,8 @@ pub struct PceCache {
     dir: PathBuf,
     budget: Arc<Budget>,
     slots: Mutex<HashMap<String, Slot>>,
+    /// Signalled whenever a slot changes (partitions waiting for a recording: [`Self::wait`]).
+    changed: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
     abort: Arc<AtomicBool>,
     counters: Counters,
@@ -123,6 +128,7 @@ impl PceCache {
             dir,
             budget,
             slots: Mutex::new(HashMap::new()),
+            changed: Condvar::new(),
             threads: Mutex::new(Vec::new()),
             abort: Arc::new(AtomicBool::new(false)),
             counters: Counters::default(),
@@ -150,6 +156,28 @@ impl PceCache {
             Some(Slot::Working) => PceState::Working,
             Some(Slot::Ready { .. }) => PceState::Ready,
             Some(Slot::Failed(e)) => PceState::Failed(e.clone()),
+        }
+    }
+
+    /// The file circuit `id`'s recording is saved in (it may not exist).
+    pub fn file_of(&self, id: &str) -> PathBuf {
+        file::path(&self.dir, id)
+    }
+
+    /// Waits while circuit `id`'s recording is being loaded or recorded, until `deadline` or
+    /// until `give_up` says so (checked every 100 ms); returns the state it is left in
+    /// (`Working` only past the deadline or on giving up).
+    pub fn wait(&self, id: &str, deadline: Instant, give_up: impl Fn() -> bool) -> PceState {
+        let mut slots = self.slots.lock();
+        loop {
+            let working = matches!(slots.get(id), Some(Slot::Working));
+            let now = Instant::now();
+            if !working || now >= deadline || give_up() {
+                drop(slots);
+                return self.state(id);
+            }
+            let step = (deadline - now).min(Duration::from_millis(100));
+            self.changed.wait_for(&mut slots, step);
         }
     }
 
@@ -211,7 +239,7 @@ impl PceCache {
         let id = id.to_string();
         let spawned = std::thread::Builder::new()
             .name("cuzk-pce".into())
-            .spawn(move || me.fill_caught(&id, expect, room, record));
+            .spawn(move || me.fill_caught(&id, expect, room, Some(record)));
         match spawned {
             Ok(h) => {
                 let mut threads = self.threads.lock();
@@ -238,7 +266,7 @@ impl PceCache {
             return Ok(h);
         }
         if self.claim(id) {
-            self.fill_caught(id, expect, room, record);
+            self.fill_caught(id, expect, room, Some(record));
         } else {
             // Another thread is at it: wait for it.
             while self.state(id) == PceState::Working {
@@ -246,6 +274,33 @@ impl PceCache {
             }
         }
         self.get(id).ok_or_else(|| self.state(id))
+    }
+
+    /// Starts loading `id`'s recording from its file on a thread of its own, where the file
+    /// exists and nothing is loaded or under way (engine start: the recordings of the parameter
+    /// sets present load while the first job reads its parameters). A file that cannot be used
+    /// is left to the first job of the circuit, which records the circuit again.
+    pub fn preload_file(self: &Arc<Self>, id: &str, expect: Expect, room: Room) -> bool {
+        if !file::path(&self.dir, id).is_file() || !self.claim(id) {
+            return false;
+        }
+        let (me, owned) = (self.clone(), id.to_string());
+        let spawned = std::thread::Builder::new()
+            .name("cuzk-pce-load".into())
+            .spawn(move || me.fill_caught(&owned, expect, room, None::<Recorder>));
+        match spawned {
+            Ok(h) => {
+                let mut threads = self.threads.lock();
+                threads.retain(|t| !t.is_finished());
+                threads.push(h);
+                true
+            }
+            Err(e) => {
+                log::warn!("cannot start a thread to load a recording: {e}");
+                self.clear(id);
+                false
+            }
+        }
     }
 
     /// [`Self::fill`], where a panic (the circuit's own code, a bug) leaves the circuit to be
@@ -256,7 +311,7 @@ impl PceCache {
         id: &str,
         expect: Expect,
         room: Room,
-        record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
+        record: Option<impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>>,
     ) {
         let filled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.fill(id, expect, room, record)
@@ -272,14 +327,23 @@ impl PceCache {
 
     fn set(&self, id: &str, slot: Slot) {
         self.slots.lock().insert(id.to_string(), slot);
+        self.changed.notify_all();
     }
 
+    /// Forgets `id`'s slot (Absent again: a later job loads or records it).
+    fn clear(&self, id: &str) {
+        self.slots.lock().remove(id);
+        self.changed.notify_all();
+    }
+
+    /// Loads `id`'s recording from its file, else (where `record` is given) records it; with
+    /// no `record`, a missing or unusable file leaves the circuit absent.
     fn fill(
         &self,
         id: &str,
         expect: Expect,
         room: Room,
-        record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
+        record: Option<impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>>,
     ) {
         let Room {
             recording: estimate,
@@ -327,6 +391,21 @@ impl PceCache {
         let (rec, from_disk) = match loaded {
             Ok(rec) => (rec, true),
             Err(why) => {
+                let Some(record) = record else {
+                    if !matches!(why, file::LoadError::Missing) {
+                        log::info!(
+                            "the recording {} is not used at start ({}): the first job of \
+                             circuit {id} records it again",
+                            path.display(),
+                            match &why {
+                                file::LoadError::Bad(e) | file::LoadError::Unreadable(e) => e,
+                                file::LoadError::Missing => "",
+                            }
+                        );
+                    }
+                    self.clear(id);
+                    return;
+                };
                 match &why {
                     file::LoadError::Bad(e) => {
                         self.counters.rejected_files.fetch_add(1, Ordering::Relaxed);
@@ -422,8 +501,10 @@ impl PceCache {
         if self.abort.load(Ordering::SeqCst) {
             // Shut down meanwhile: nothing may stay reserved.
             slots.remove(id);
+            self.changed.notify_all();
             return;
         }
+        self.changed.notify_all();
         slots.insert(
             id.to_string(),
             Slot::Ready {

@@ -34,6 +34,25 @@ pub fn path(dir: &Path, params_id: &str) -> PathBuf {
     dir.join(format!("{stem}.f{FORMAT_VERSION}.cuzk-pce"))
 }
 
+/// The circuits whose recordings `dir` holds (files named as [`path`] names them, in this
+/// format version), sorted.
+pub fn ids_in(dir: &Path) -> Vec<String> {
+    let prefix = format!("v{}-", storage_proofs_core::parameter_cache::VERSION);
+    let suffix = format!(".f{FORMAT_VERSION}{SUFFIX}");
+    let mut ids: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let id = name.strip_prefix(&prefix)?.strip_suffix(&suffix)?.to_string();
+            (path(dir, &id) == e.path()).then_some(id)
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
 /// Ends the names of recording files ([`path`]).
 const SUFFIX: &str = ".cuzk-pce";
 /// Ends the names of the temporary files [`save`] writes: `.<file name>.<pid>.<random>.tmp`.

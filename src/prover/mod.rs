@@ -226,6 +226,14 @@ pub trait ProverBackend: Send + Sync {
             .collect()
     }
 
+    /// Whether this backend proves `srs`'s circuit from a fully synthesized assignment (not
+    /// only from a compact witness under a recording): a GPU whose plan has lean stages does
+    /// not. The engine waits for a circuit's recording rather than synthesize it in full where
+    /// no backend does.
+    fn takes_assignments(&self, _srs: &Srs) -> bool {
+        true
+    }
+
     /// Whether `prove_witness_batch` proves (a, b and c computed by the backend): the engine
     /// then hands it witnesses, not host-computed assignments.
     fn proves_witness(&self) -> bool {

@@ -125,8 +125,9 @@ impl CuzkGpuProver {
         let loaded = self.loaded(g, srs)?;
         check_size(asg, &srs.size)?;
         if loaded.plan.lean {
+            // Not passing: this plan never takes an assignment (the partition goes to the CPU).
             return Err(Error::new(
-                Status::ResourceExhausted,
+                Status::Unsupported,
                 format!(
                     "{}: proves {} from compact witnesses only ({}): a fully synthesized \
                      partition's a, b and c do not fit beside it",
@@ -210,7 +211,7 @@ impl CuzkGpuProver {
             (true, Some(tables)) => Some(self.pinned_recording(&key, tables)?),
             (true, None) => {
                 return Err(Error::new(
-                    Status::ResourceExhausted,
+                    Status::Unsupported,
                     format!(
                         "{}: reads the recording of {} from host memory ({}), and this one \
                          cannot be pinned where it is",

@@ -59,7 +59,7 @@ use super::{
     StageTimes,
 };
 use crate::{
-    error::{Error, Result},
+    error::{Error, Result, Status},
     params::Srs,
     sys::{cuda, gpu_prover},
 };
@@ -192,11 +192,27 @@ impl ProverBackend for CuzkGpuProver {
         }
     }
 
+    /// Loads the parameters onto every usable GPU. One GPU's failure does not stop the
+    /// others: Ok where at least one holds them (the rest try again at their next call), else
+    /// the first error, a bad file's (PARAMS) before any other.
     fn prepare(&self, srs: &Srs) -> Result<()> {
+        let mut first: Option<Error> = None;
+        let mut any = false;
         for g in self.usable() {
-            self.loaded(g, srs)?;
+            match self.loaded(g, srs) {
+                Ok(_) => any = true,
+                Err(e) => {
+                    let params = e.status == Status::Params;
+                    if first.as_ref().is_none_or(|f| params && f.status != Status::Params) {
+                        first = Some(e);
+                    }
+                }
+            }
         }
-        Ok(())
+        match first {
+            Some(e) if !any || e.status == Status::Params => Err(e),
+            _ => Ok(()),
+        }
     }
 
     fn probe(&self, device: usize) -> Result<()> {
@@ -255,6 +271,14 @@ impl ProverBackend for CuzkGpuProver {
 
     fn proves_witness(&self) -> bool {
         true
+    }
+
+    /// Where a GPU holds the circuit's parameters with full stages (a GPU without them, or
+    /// with lean stages only, takes compact witnesses).
+    fn takes_assignments(&self, srs: &Srs) -> bool {
+        self.usable()
+            .into_iter()
+            .any(|g| matches!(self.held(g, srs), Some(Ok(l)) if !l.plan.lean))
     }
 
     fn prove_witness_batch(

@@ -37,7 +37,7 @@ pub(super) enum Held {
 
 impl CuzkGpuProver {
     /// What GPU `g` holds of `srs`'s parameters (this version of them), if anything.
-    fn held(&self, g: usize, srs: &Srs) -> Option<Result<Arc<Loaded>>> {
+    pub(super) fn held(&self, g: usize, srs: &Srs) -> Option<Result<Arc<Loaded>>> {
         match self.gpus[g].srs.lock().get(&srs.path) {
             Some(Held::Loaded(l)) if l.generation == srs.generation => Some(Ok(l.clone())),
             Some(Held::Failed(e, stamp)) if *stamp == srs.stamp => Some(Err(e.clone())),
@@ -339,13 +339,21 @@ impl CuzkGpuProver {
                     .map(|&p| need(p))
                     .min()
                     .unwrap_or(u64::MAX);
+                // Never (the card, or its limit, is too small: passed over, the partitions go
+                // elsewhere) or not now (another process holds the memory: waited for).
+                let never = self.capacity(i).is_some_and(|c| least > c);
                 let e = Error::new(
-                    Status::ResourceExhausted,
+                    if never {
+                        Status::Unsupported
+                    } else {
+                        Status::ResourceExhausted
+                    },
                     format!(
-                        "{}: cannot hold a partition of {}: {} MiB of device memory{}, {} MiB \
+                        "{}: cannot hold a partition of {}{}: {} MiB of device memory{}, {} MiB \
                          needed at the least (parameters {:?})",
                         gpu.name,
                         srs.path.display(),
+                        if never { " on this card" } else { " now" },
                         avail >> 20,
                         match self.mem_limit {
                             Some(l) => format!(" (CUZK_GPU_MEM_LIMIT {} MiB)", l >> 20),
@@ -355,12 +363,25 @@ impl CuzkGpuProver {
                         self.params
                     ),
                 );
-                if gpu.said_no_room.lock().insert(srs.path.clone()) {
+                if !never {
+                    log::debug!("{}", e.message);
+                } else if gpu.said_no_room.lock().insert(srs.path.clone()) {
                     log::error!("{}", e.message);
                 }
                 Err(e)
             }
         }
+    }
+
+    /// The device memory GPU `i` could give a circuit with nothing else on it: the card's, or
+    /// `CUZK_GPU_MEM_LIMIT` where lower, less the CUDA context. None without a device.
+    pub(super) fn capacity(&self, i: usize) -> Option<u64> {
+        let total = cuda::device(self.gpus[i].ordinal).ok()?.total_mem;
+        Some(
+            self.mem_limit
+                .map_or(total, |l| l.min(total))
+                .saturating_sub(super::CONTEXT_BYTES),
+        )
     }
 
     /// The device memory GPU `i` can give a circuit now: its free memory, within
