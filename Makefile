@@ -166,7 +166,7 @@ dev: dev-go
 	cp target/cuda/cuzk .dev/cuzk
 	$(CC) -O1 -o .dev/test_ffi_cuda tests/c/test_ffi.c -Iinclude target/cuda/libcuzk.a -lstdc++ -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 	strip .dev/cuzk .dev/gpu.test .dev/test_ffi_cuda
-	gzip -f .dev/cuzk .dev/gpu.test .dev/test_ffi_cuda .dev/go/cuzk-go.test
+	gzip -f .dev/cuzk .dev/gpu.test .dev/test_ffi_cuda .dev/go/cuzk-go.test .dev/go/cuzk-commit2
 	ls -la .dev .dev/go
 
 ## The Go test binary for the GPU machines (device tool, scripts/device-plan.sh h200-go):
@@ -174,7 +174,8 @@ dev: dev-go
 dev-go: build-cuda
 	mkdir -p .dev/go
 	cd go-bindings && CGO_ENABLED=1 $(GO) test -c -tags cuzk_cuda -o ../.dev/go/cuzk-go.test .
-	strip .dev/go/cuzk-go.test
+	cd go-bindings && CGO_ENABLED=1 $(GO) build -tags cuzk_cuda -o ../.dev/go/cuzk-commit2 ./cmd/cuzk-commit2
+	strip .dev/go/cuzk-go.test .dev/go/cuzk-commit2
 
 ## Everything CI runs.
 test: header-check test-rust test-c test-go test-cuda

@@ -30,9 +30,14 @@ type Device struct {
 	FailedCalls         uint64 `json:"failed_calls"`
 	// Readmissions counts the times it was put back after a passed probe.
 	Readmissions uint64 `json:"readmissions"`
-	// NoRoom counts the partitions it could not take for lack of device memory (proved
-	// elsewhere; not a fault).
-	NoRoom uint64 `json:"no_room"`
+	// NoRoom counts the partitions it had no device memory for at that moment (another
+	// process held it; not a fault): they wait for its room (RoomWaits), then go elsewhere.
+	// PassedOver counts those it can never take (a card too small for the circuit), proved
+	// elsewhere. WaitingForRoomMs is how long it has been waiting for room, while it is.
+	NoRoom           uint64  `json:"no_room"`
+	PassedOver       uint64  `json:"passed_over"`
+	RoomWaits        uint64  `json:"room_waits"`
+	WaitingForRoomMs *uint64 `json:"waiting_for_room_ms"`
 	// HungCalls counts the calls the watchdog gave up on (far past their expected time);
 	// their partitions were synthesized again for the other devices.
 	HungCalls uint64 `json:"hung_calls"`
@@ -75,20 +80,23 @@ type EngineStatus struct {
 	// Recorded circuits (pre-compiled synthesis): in memory, their bytes, being made, and
 	// counters (loaded, recorded, files rejected, recordings distrusted, partitions synthesized
 	// in full after a wrong recording).
-	PCEResident      int      `json:"pce_resident"`
-	PCEResidentBytes uint64   `json:"pce_resident_bytes"`
-	PCEWorking       int      `json:"pce_working"`
-	PCELoaded        uint64   `json:"pce_loaded"`
-	PCERecorded      uint64   `json:"pce_recorded"`
-	PCERejectedFiles uint64   `json:"pce_rejected_files"`
-	PCEDistrusted    uint64   `json:"pce_distrusted"`
-	PCEFallbacks     uint64   `json:"pce_fallbacks"`
+	PCEResident      int    `json:"pce_resident"`
+	PCEResidentBytes uint64 `json:"pce_resident_bytes"`
+	PCEWorking       int    `json:"pce_working"`
+	PCELoaded        uint64 `json:"pce_loaded"`
+	PCERecorded      uint64 `json:"pce_recorded"`
+	PCERejectedFiles uint64 `json:"pce_rejected_files"`
+	PCEDistrusted    uint64 `json:"pce_distrusted"`
+	PCEFallbacks     uint64 `json:"pce_fallbacks"`
 	// Native witness generation: witnesses it made, partitions that fell back to witness
 	// synthesis, circuits it was distrusted for.
-	NativeWitnesses  uint64   `json:"native_witnesses"`
-	NativeFallbacks  uint64   `json:"native_fallbacks"`
-	NativeDistrusted uint64   `json:"native_distrusted"`
-	Devices          []Device `json:"devices"`
+	NativeWitnesses  uint64 `json:"native_witnesses"`
+	NativeFallbacks  uint64 `json:"native_fallbacks"`
+	NativeDistrusted uint64 `json:"native_distrusted"`
+	// RecordingWaits counts partitions that waited for their circuit's recording (being
+	// loaded or made) rather than synthesize in full.
+	RecordingWaits uint64   `json:"recording_waits"`
+	Devices        []Device `json:"devices"`
 }
 
 func (e *Engine) metrics(format uint32) ([]byte, error) {
