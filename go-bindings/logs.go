@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -58,9 +59,9 @@ func SetLogger(l *slog.Logger) error {
 	} else {
 		logMu.Lock()
 	}
-	err := setLogger(l)
-	unlockLogMu()
-	return err
+	// Let go whatever happens in setLogger: a later SetLogger must never wait for ever.
+	defer unlockLogMu()
+	return setLogger(l)
 }
 
 // unlockLogMu puts the loggers that handlers asked for in place, then lets logMu go.
@@ -85,13 +86,11 @@ func setLogger(l *slog.Logger) error {
 		logger.Store(nil)
 		return err
 	}
-	// The most verbose library level l takes (ERROR at least).
-	level := C.uint32_t(1)
-	for n := len(slogLevels) - 1; n > 1; n-- {
-		if l.Enabled(context.Background(), slogLevels[n]) {
-			level = C.uint32_t(n)
-			break
-		}
+	// The most verbose library level l takes (ERROR at least). A handler whose Enabled
+	// panics is refused with an error, the logger before it left in place.
+	level, err := levelOf(l)
+	if err != nil {
+		return err
 	}
 	// The new logger is in place before the library calls the trampoline for it.
 	old := logger.Swap(l)
@@ -100,6 +99,23 @@ func setLogger(l *slog.Logger) error {
 		return err
 	}
 	return nil
+}
+
+// levelOf is the most verbose library level l is enabled for (ERROR at least), or an
+// INVALID_ARGUMENT error where its handler's Enabled panics.
+func levelOf(l *slog.Logger) (level C.uint32_t, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf("the logger's Enabled panicked: %v", p)}
+		}
+	}()
+	level = 1
+	for n := len(slogLevels) - 1; n > 1; n-- {
+		if l.Enabled(context.Background(), slogLevels[n]) {
+			return C.uint32_t(n), nil
+		}
+	}
+	return level, nil
 }
 
 // slogLevels maps the library's levels (1 ERROR ... 5 TRACE) to slog's.

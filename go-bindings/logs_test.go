@@ -2,6 +2,7 @@ package cuzk
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"runtime"
@@ -111,5 +112,35 @@ func TestSetLoggerFromAHandlerWhileAnotherSetLoggerRuns(t *testing.T) {
 	}
 	if err := SetLogger(nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Issue 43 item 7: SetLogger with a handler whose Enabled panics left logMu held, and every
+// later SetLogger waited for ever. It is refused with an error now, and nothing stays held.
+func TestSetLoggerWhoseEnabledPanicsHoldsNothing(t *testing.T) {
+	panicky := &atomic.Bool{}
+	panicky.Store(true)
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Errorf("SetLogger panicked: %v", p)
+			}
+		}()
+		err = SetLogger(slog.New(hookHandler{panicky: panicky}))
+	}()
+	var e *Error
+	if !errors.As(err, &e) || e.Status != StatusInvalidArgument {
+		t.Errorf("SetLogger with a panicking Enabled: %v, want INVALID_ARGUMENT", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- SetLogger(nil) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("SetLogger(nil) afterwards: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("SetLogger(nil) still waiting after 30 s: a lock was left held")
 	}
 }

@@ -88,6 +88,9 @@ type EngineStatus struct {
 	PCERejectedFiles uint64 `json:"pce_rejected_files"`
 	PCEDistrusted    uint64 `json:"pce_distrusted"`
 	PCEFallbacks     uint64 `json:"pce_fallbacks"`
+	// PCECircuitFaults counts circuits whose recording made in this process gave a wrong
+	// assignment a second time: a fault to look into (full synthesis for them until restart).
+	PCECircuitFaults uint64 `json:"pce_circuit_faults"`
 	// Native witness generation: witnesses it made, partitions that fell back to witness
 	// synthesis, circuits it was distrusted for.
 	NativeWitnesses  uint64 `json:"native_witnesses"`

@@ -433,7 +433,8 @@ typedef struct cuzk_engine_report {
    * Set by the caller to `sizeof(cuzk_engine_report)` before the call; the library writes
    * at most that many bytes (a caller built against an older header gets the fields it
    * knows) and sets it to the bytes it wrote (a caller built against a newer header: the
-   * fields past it are not filled).
+   * fields past it are not filled). 0 (a zeroed struct of a caller built against the first
+   * header, which did not ask for it) reads as the first header's 136 bytes.
    */
   uint32_t struct_size;
   /**
@@ -489,7 +490,8 @@ typedef struct cuzk_engine_report {
 typedef struct cuzk_admission {
   /**
    * Set by the caller to `sizeof(cuzk_admission)` before the call; the library writes at
-   * most that many bytes and sets it to the bytes it wrote (as `cuzk_engine_report`).
+   * most that many bytes and sets it to the bytes it wrote (as `cuzk_engine_report`); 0
+   * reads as the first header's 72 bytes.
    */
   uint32_t struct_size;
   /**
@@ -689,7 +691,8 @@ void cuzk_error_free(struct cuzk_error *e);
 /**
  * Writes a snapshot of the running engine to `*out`, whose `struct_size` the caller sets
  * first (see `cuzk_engine_report`). `CUZK_STATUS_INVALID_ARGUMENT` for a NULL `out` or a
- * `struct_size` below 8 (nothing written), `CUZK_STATUS_NOT_RUNNING` without an engine.
+ * `struct_size` from 1 to 7 (nothing written; 0 is a caller of the first header, which gets
+ * that header's fields), `CUZK_STATUS_NOT_RUNNING` without an engine.
  * Thread-safe; allowed in a timeline or log callback.
  */
 cuzk_status cuzk_engine_status(struct cuzk_engine_report *out, struct cuzk_error *err_out);
@@ -712,7 +715,8 @@ cuzk_status cuzk_engine_metrics(uint32_t format,
  * ahead, parameters still to load). `fixture_partitions` / `fixture_layers` select a test
  * shape (0: the type's own). The answer can change as soon as it is given: a job submitted
  * after it may still wait for memory, never fail for it. `CUZK_STATUS_INVALID_ARGUMENT` for an
- * unknown number, a NULL `out` or a `struct_size` below 8 (nothing written), `CUZK_STATUS_UNSUPPORTED` for a type the engine does not prove,
+ * unknown number, a NULL `out` or a `struct_size` from 1 to 7 (nothing written; 0 gets the first header's
+ * fields), `CUZK_STATUS_UNSUPPORTED` for a type the engine does not prove,
  * `CUZK_STATUS_PARAMS` where its parameter files are missing or damaged,
  * `CUZK_STATUS_NOT_RUNNING` without an engine. Thread-safe; allowed in a timeline callback.
  */

@@ -8,6 +8,8 @@
 #                                       # native (issue 25: witness CPU by path, 16 at once, and
 #                                       # the 32 GiB stream with native and witness synthesis)
 #                                       # or both (native, then small's 24 and 16 GiB limits)
+#                                       # or fresh (issue 43: fresh processes' first proofs,
+#                                       # a GPU shared with a co-tenant)
 #                                       # or msm (parameters resident, read piece by piece: the
 #                                       # host's peak; the H MSM's shapes swept in one engine,
 #                                       # then the 6-proof stream with the fastest;
@@ -195,6 +197,52 @@ for n, x in sorted(tot.items(), key=lambda t: -t[1]):
 print(f"{sum(tot.values()):10.2f} ms in all")
 PY
         fi ;;
+      fresh)
+        # Issue 43: (1) the first proof of a fresh process, three `cuzk prove` processes in a
+        # row (the first with the page cache dropped: cold) and three through the Go drop-in
+        # SealCommitPhase2 (.dev/go/cuzk-commit2 -dropin), each checked by `cuzk verify`;
+        # (2) a GPU shared with another process: a stream of 5 proofs that starts while a
+        # co-tenant holds all but 6 GiB of the card for 30 s, and meets a second one holding
+        # all but 0.5 GiB for 30 s mid-stream (scripts/gpu-cotenant.py, PyTorch).
+        P=$W/p32; mkdir -p "$P"; export CUZK_ALLOW_RANDOM_PARAMS=1
+        C1=$P/c1-32GiB.json; ID="--sector-id 4711 --miner-id 31337"
+        timed fixture-32 $BIN fixture --sector-size 32GiB $ID -o "$C1"
+        stamp "32GiB parameters and recording"
+        timed gen-32 $BIN --params-dir "$P" params gen --sector-size 32GiB $(rec_opt "$P"); head -20 "$W/gen-32.out"
+        ls -la "$P"
+        for n in 1 2 3; do
+          if [[ $n = 1 ]]; then sync; echo 3 > /proc/sys/vm/drop_caches && echo "page cache dropped (cold)"; fi
+          stamp "fresh process $n: cuzk prove"
+          t0=$EPOCHREALTIME
+          timed prove-$n $BIN --params-dir "$P" prove --c1 "$C1" $ID -o "$W/prove-$n.proof" --timeline
+          echo "process start to proof: $(awk "BEGIN {printf \"%.1f\", $EPOCHREALTIME - $t0}") s (cuzk prove $n)"
+          grep -E 'RESULT|waits for the recording|loaded from|resident on the GPU|lean' "$W/prove-$n.log" "$W/prove-$n.out" | head -6
+          echo "SYNTH_END paths: $(grep -o 'SYNTH_END,[^ ]*' "$W/prove-$n.log" | awk -F, '{print $NF}' | sort | uniq -c | tr '\n' ' ')"
+          timed verify-$n $BIN verify --c1 "$C1" $ID --proof "$W/prove-$n.proof"; cat "$W/verify-$n.out"
+        done
+        for n in 1 2 3; do
+          stamp "fresh process $n: Go SealCommitPhase2"
+          t0=$EPOCHREALTIME
+          FIL_PROOFS_PARAMETER_CACHE=$P timed dropin-$n .dev/go/cuzk-commit2 -dropin -sector 4711 -miner 31337 -o "$W/dropin-$n.proof" "$C1"
+          echo "process start to proof: $(awk "BEGIN {printf \"%.1f\", $EPOCHREALTIME - $t0}") s (drop-in $n)"; cat "$W/dropin-$n.out"
+          timed dverify-$n $BIN verify --c1 "$C1" $ID --proof "$W/dropin-$n.proof"; cat "$W/dverify-$n.out"
+        done
+        stamp "a stream of 5 proofs on a GPU shared with a co-tenant"
+        python3 scripts/gpu-cotenant.py 6 30 > "$W/cotenant-a.log" 2>&1 &
+        a=$!
+        for _ in $(seq 120); do grep -q holding "$W/cotenant-a.log" && break; sleep 0.5; done
+        cat "$W/cotenant-a.log"; nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader
+        s=$(smi cotenant)
+        timed cotenant $BIN --params-dir "$P" bench batch --c1 "$C1" $ID -c 5 -j 2 --memory-budget-gib 100 \
+          --json "$W/cotenant.json" --timeline "$W/cotenant.timeline" &
+        b=$!
+        wait $a; cat "$W/cotenant-a.log"
+        sleep 75
+        python3 scripts/gpu-cotenant.py 0.5 30 > "$W/cotenant-b.log" 2>&1
+        cat "$W/cotenant-b.log"
+        wait $b; kill $s
+        grep -E 'no room|room on the GPU again|cannot take the parameters|cannot hold' "$W/cotenant.log" | head -12
+        grep -vE '^\s*$' "$W/cotenant.out" | tail -16 ;;
       both)
         # Issues 24 and 25 in one device session, the 32 GiB parameters generated once: the
         # native plan, then the small plan's limits (native witnesses, the default), two proofs

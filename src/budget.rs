@@ -13,6 +13,9 @@ struct State {
     peak: u64,
     /// Part of `used` held by resident parameter sets (freed only when they are released).
     resident: u64,
+    /// Part of `used` held by calls the GPU watchdog gave up on (freed when they return, if
+    /// ever): like `resident`, nothing a waiting request can count on.
+    stuck: u64,
     /// Priority requests waiting: ordinary requests wait behind them.
     priority_waiting: usize,
     /// Bytes asked for by requests waiting for memory (they take it before a later request).
@@ -52,6 +55,20 @@ impl Reservation {
     }
 }
 
+/// Bytes marked as held by a call the watchdog gave up on ([`Budget::hold_stuck`]).
+#[derive(Debug)]
+pub struct StuckHold {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
+impl Drop for StuckHold {
+    fn drop(&mut self) {
+        self.budget.state.lock().stuck -= self.bytes;
+        self.budget.freed.notify_all();
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         if self.bytes > 0 {
@@ -74,6 +91,7 @@ impl Budget {
                 used: 0,
                 peak: 0,
                 resident: 0,
+                stuck: 0,
                 priority_waiting: 0,
                 waiting: 0,
             }),
@@ -94,9 +112,27 @@ impl Budget {
         self.state.lock().peak
     }
 
-    /// Bytes held by resident parameter sets.
+    /// Bytes that cannot be given back while a request waits: those of resident parameter
+    /// sets and recordings, and those held by calls the GPU watchdog gave up on (until they
+    /// return). Every "could never fit" check counts them.
     pub fn resident(&self) -> u64 {
-        self.state.lock().resident
+        let st = self.state.lock();
+        st.resident + st.stuck
+    }
+
+    /// Bytes held by calls the GPU watchdog gave up on (part of [`Budget::resident`]).
+    pub fn stuck(&self) -> u64 {
+        self.state.lock().stuck
+    }
+
+    /// Marks `bytes` of what is reserved as held by a call the watchdog gave up on, until the
+    /// returned guard is dropped (the call returned): counted with the resident bytes.
+    pub fn hold_stuck(self: &Arc<Self>, bytes: u64) -> StuckHold {
+        self.state.lock().stuck += bytes;
+        StuckHold {
+            budget: self.clone(),
+            bytes,
+        }
     }
 
     /// Bytes that requests waiting for memory now have asked for.
@@ -150,7 +186,7 @@ impl Budget {
             if st.used + bytes <= self.total {
                 break Ok(self.grant(&mut st, bytes, false));
             }
-            let stuck = st.resident + queued();
+            let stuck = st.resident + st.stuck + queued();
             if bytes + stuck > self.total {
                 break Err(Error::new(
                     Status::ResourceExhausted,
@@ -206,14 +242,22 @@ impl Budget {
             }
             // Resident parameter sets are given back only when the engine stops: a request
             // that cannot fit beside them would wait for ever.
-            if bytes + st.resident > self.total {
+            if bytes + st.resident + st.stuck > self.total {
                 break Err(Error::new(
                     Status::ResourceExhausted,
                     format!(
                         "{what} needs {} MiB, which cannot fit beside the {} MiB of parameters \
-                         held resident (memory budget {} MiB)",
+                         held resident{} (memory budget {} MiB)",
                         bytes >> 20,
                         st.resident >> 20,
+                        if st.stuck > 0 {
+                            format!(
+                                " and {} MiB held by GPU calls given up on",
+                                st.stuck >> 20
+                            )
+                        } else {
+                            String::new()
+                        },
                         self.total >> 20
                     ),
                 ));
@@ -255,6 +299,36 @@ mod tests {
         assert_eq!(e.status, Status::ResourceExhausted);
         drop(r);
         assert_eq!((b.used(), b.resident()), (0, 0));
+    }
+
+    /// Issue 43 item 4: the memory of a GPU call the watchdog gave up on (held until the call
+    /// returns, if ever) was not counted by the "could never fit" checks: a request that could
+    /// only fit once that memory came back waited for ever. It counts as resident now.
+    #[test]
+    fn memory_held_by_a_call_given_up_on_counts_as_never_coming_back() {
+        let b = Budget::new(100);
+        let call = b.try_acquire(60).unwrap();
+        let hold = b.hold_stuck(60);
+        assert_eq!((b.resident(), b.stuck()), (60, 60));
+        let e = b.acquire(50, "partition", || None).unwrap_err();
+        assert_eq!(e.status, Status::ResourceExhausted);
+        assert!(e.message.contains("given up on"), "{e}");
+        let e = b
+            .acquire_priority(50, "retry", || 0, || None)
+            .unwrap_err();
+        assert_eq!(e.status, Status::ResourceExhausted);
+        // The call returned: the request waits for the memory (given up here after a moment).
+        drop(hold);
+        let mut polls = 0;
+        let e = b
+            .acquire(50, "partition", || {
+                polls += 1;
+                (polls > 3).then(|| Error::new(Status::Cancelled, "stop"))
+            })
+            .unwrap_err();
+        assert_eq!(e.status, Status::Cancelled);
+        drop(call);
+        assert_eq!((b.used(), b.resident(), b.stuck()), (0, 0, 0));
     }
 
     /// Issue 24: a request that could never fit beside the resident parameter sets waited

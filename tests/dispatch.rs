@@ -266,33 +266,174 @@ fn a_hung_gpu_call_is_given_up_its_partitions_go_elsewhere_and_shutdown_returns(
     });
 }
 
-/// Issue 24: a GPU that cannot hold a partition (out of device memory) is not faulty: its
-/// partitions go elsewhere, it stays in service, and the status counts them (`no_room`) rather
-/// than its failures.
+/// Issue 43 item 4: a device stuck inside a call the watchdog gave up on is listed again by a
+/// later call given up on (the backend reports it busy); when that later call returned, the
+/// device was put up for a probe and back in service while still stuck in the first. It
+/// stays out now until every call given up on that it is inside has returned.
 #[test]
-fn a_gpu_without_room_for_a_partition_is_counted_and_not_faulted() {
+fn a_device_still_inside_a_call_given_up_on_stays_out_when_a_later_one_returns() {
+    use cuzk::engine::OutOfService;
+    use std::time::Duration;
     let (spec, _, c1) = common::fixture(FixtureShape::default());
+    // Two devices; call 1 (device 0) and call 2 (device 1, the only one left) hang.
+    let state = SimState::dummy_on(2, Vec::new()).gated(2);
+    let gates = state.gates.clone();
     let (e, _) = one_sim_gpu_stub_cpu(
-        SimState::dummy(1, vec![Answer::NoRoom; 3]),
+        state,
+        Config {
+            gpu_call_timeout: Some(Duration::from_secs(2)),
+            device_cooldown: Duration::from_secs(3600),
+            ..Config::default()
+        },
+    );
+    let req = request(&spec, &c1, FixtureShape::default());
+    common::within(600, "a device inside two calls given up on", move || {
+        let _opens: Vec<_> = gates.iter().map(|g| common::Opens(g.clone())).collect();
+        let out = e.prove(req).unwrap();
+        assert!(out.partitions[0].cpu_retry, "{:?}", out.partitions);
+        let out_as = |d: usize| e.status().devices[d].out_of_service;
+        assert_eq!((out_as(0), out_as(1)), (Some(OutOfService::Hung), Some(OutOfService::Hung)));
+        assert!(e.status().memory_stuck > 0, "{:?}", e.status());
+        // Call 2 returns: device 1 is up for a probe; device 0, still inside call 1, stays out.
+        gates[1].open();
+        common::wait_until(60, "call 2 returned", || out_as(1) == Some(OutOfService::Faults));
+        assert_eq!(out_as(0), Some(OutOfService::Hung), "re-listed while still stuck");
+        gates[0].open();
+        common::wait_until(60, "call 1 returned", || out_as(0) == Some(OutOfService::Faults));
+        common::wait_until(60, "the calls' memory back", || e.status().memory_stuck == 0);
+    });
+}
+
+/// Issue 43 item 2: a GPU without room for a partition at that moment (another process holds
+/// its memory) sent the partition to the CPU at once (minutes at 2^27, where the room comes
+/// back in seconds). The partition now waits in the queue, the call is tried again with a
+/// growing pause, and it is proved on the GPU once there is room; the GPU is not faulted, and
+/// the status and metrics show the waits.
+#[test]
+fn a_gpu_without_room_now_is_waited_for_and_proves_when_room_comes_back() {
+    use std::time::{Duration, Instant};
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let (e, sim) = one_sim_gpu_stub_cpu(
+        SimState::dummy(1, vec![Answer::NoRoom, Answer::NoRoom]),
         Config::default(),
     );
-    common::within(900, "a GPU without room", move || {
-        for n in 1..=3 {
+    common::within(600, "a GPU without room now", move || {
+        let t = Instant::now();
+        let job = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
+        // While it waits, the status says so.
+        common::wait_until(60, "the wait shown", || {
+            e.status().devices[0].waiting_for_room_ms.is_some()
+        });
+        let out = e.await_job(job, common::JOB_DEADLINE).unwrap();
+        assert!(!out.partitions[0].cpu_retry, "{:?}", out.partitions);
+        // Two pauses: 1 s, then 2 s.
+        assert!(t.elapsed() >= Duration::from_secs(3), "{:?}", t.elapsed());
+        assert_eq!(sim.calls.lock().unwrap().len(), 3);
+        let st = e.status();
+        let dv = st.devices[0].clone();
+        assert_eq!(
+            (
+                dv.no_room,
+                dv.room_waits,
+                dv.waiting_for_room_ms,
+                dv.consecutive_failures,
+                dv.enabled
+            ),
+            (2, 2, None, 0, true),
+            "{dv:?}"
+        );
+        assert_eq!(st.cpu_retries, 0);
+        assert!(st
+            .prometheus()
+            .contains("cuzk_device_room_waits_total{device=\"0\",name=\"sim:0\"} 2"));
+    });
+}
+
+/// Issue 43 item 2: the wait for room is bounded (`gpu_room_wait`): past it the partition is
+/// proved on the CPU; with no wait configured it goes there at once, as before.
+#[test]
+fn a_gpu_without_room_for_longer_than_the_wait_sends_its_partition_to_the_cpu() {
+    use std::time::{Duration, Instant};
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    for (wait, at_least) in [(Duration::from_secs(2), 2), (Duration::ZERO, 0)] {
+        let (e, _) = one_sim_gpu_stub_cpu(
+            SimState::dummy(1, vec![Answer::NoRoom; 50]),
+            Config {
+                gpu_room_wait: Some(wait),
+                ..Config::default()
+            },
+        );
+        let req = request(&spec, &c1, FixtureShape::default());
+        common::within(600, "a GPU without room for long", move || {
+            let t = Instant::now();
+            let out = e.prove(req).unwrap();
+            assert!(out.partitions[0].cpu_retry, "{:?}", out.partitions);
+            assert!(t.elapsed() >= Duration::from_secs(at_least), "{:?}", t.elapsed());
+            let dv = e.status().devices[0].clone();
+            assert_eq!((dv.consecutive_failures, dv.enabled), (0, true), "{dv:?}");
+            assert_eq!(dv.room_waits > 0, !wait.is_zero(), "{dv:?}");
+        });
+    }
+}
+
+/// Issue 43 item 2: a GPU that can never hold the circuit (a card too small for it) is passed
+/// over at once: its partitions go to the CPU without a wait, counted (`passed_over`), and
+/// the GPU is not faulted.
+#[test]
+fn a_gpu_that_can_never_hold_the_circuit_is_passed_over_at_once() {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let (e, _) = one_sim_gpu_stub_cpu(
+        SimState::dummy(1, vec![Answer::Never; 2]),
+        Config::default(),
+    );
+    common::within(600, "a GPU too small", move || {
+        for n in 1..=2 {
             let out = e
                 .prove(request(&spec, &c1, FixtureShape::default()))
                 .unwrap();
             assert!(out.partitions[0].cpu_retry);
             let dv = e.status().devices[0].clone();
             assert_eq!(
-                (dv.no_room, dv.consecutive_failures, dv.enabled),
-                (n, 0, true),
+                (dv.passed_over, dv.room_waits, dv.consecutive_failures, dv.enabled),
+                (n, 0, 0, true),
                 "{dv:?}"
             );
         }
         assert!(e
             .status()
             .prometheus()
-            .contains("cuzk_device_no_room_total{device=\"0\",name=\"sim:0\"} 3"));
+            .contains("cuzk_device_passed_over_total{device=\"0\",name=\"sim:0\"} 2"));
+    });
+}
+
+/// Issue 43 item 2 (review High 1): a backend's `prepare` that failed for want of room (the
+/// GPU's memory held by another process, the budget busy for a parameter read) failed the
+/// whole job. Now only a bad parameter file does; the job goes on and is proved once the GPU
+/// takes the parameters.
+#[test]
+fn a_prepare_without_room_does_not_fail_the_job_and_a_bad_file_does() {
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let state = SimState::dummy(1, Vec::new());
+    *state.prepare_errors.lock().unwrap() = vec![Status::ResourceExhausted, Status::Unsupported];
+    let (e, _) = one_sim_gpu_stub_cpu(state, Config::default());
+    let req = request(&spec, &c1, FixtureShape::default());
+    common::within(600, "a prepare without room", move || {
+        // Job 1's prepare finds no room now, job 2's a card too small: both prove.
+        for _ in 0..2 {
+            let out = e.prove(req.clone()).unwrap();
+            assert!(!out.partitions[0].cpu_retry, "{:?}", out.partitions);
+        }
+        e.shutdown().unwrap();
+    });
+    let state = SimState::dummy(1, Vec::new());
+    *state.prepare_errors.lock().unwrap() = vec![Status::Params];
+    let (e, _) = one_sim_gpu_stub_cpu(state, Config::default());
+    let req = request(&spec, &c1, FixtureShape::default());
+    common::within(600, "a prepare with a bad file", move || {
+        let err = e.prove(req).unwrap_err();
+        assert_eq!(err.status, Status::Params, "{err}");
     });
 }
 

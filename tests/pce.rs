@@ -247,6 +247,26 @@ fn engine_mode(
     (e, notes)
 }
 
+/// An engine on `prover` (pre-compiled synthesis, witness synthesis; CPU stand-in for the
+/// retries; no self-check) with recordings in `dir` and `cfg`'s other settings.
+fn engine_cfg(dir: &std::path::Path, prover: Box<dyn ProverBackend>, cfg: Config) -> Arc<Engine> {
+    Arc::new(
+        Engine::start_with_fallback(
+            Config {
+                params_dir: common::params_dir(),
+                pce_dir: dir.to_path_buf(),
+                synthesis: Some(SynthesisMode::Pce),
+                self_check: false,
+                synthesis_workers: 2,
+                ..cfg
+            },
+            vec![prover],
+            Box::new(Stub::default()),
+        )
+        .unwrap(),
+    )
+}
+
 /// Proves one job and returns its output and its partition's SYNTH_END note (the path).
 fn prove_and_wait(e: &Arc<Engine>, notes: &Notes, req: &JobRequest) -> (cuzk::JobOutput, String) {
     let before = notes.lock().unwrap().len();
@@ -298,10 +318,22 @@ fn the_engine_records_once_saves_loads_and_records_again_over_bad_files() {
         let path = files[0].clone();
         assert!(path.to_string_lossy().ends_with(".cuzk-pce"));
 
-        // After a restart it is loaded, not recorded.
+        // After a restart it is loaded at engine start (issue 43: before any job asks for
+        // it), not recorded.
         let (e, notes) = engine_in(&d, Box::new(Stub::default()), false);
-        prove_and_wait(&e, &notes, &req);
-        settled(&e);
+        wait_until(120, "the recording loaded at engine start", || {
+            e.status().pce_loaded == 1
+        });
+        assert_eq!(prove_and_wait(&e, &notes, &req).1, "pce");
+        let st = e.status();
+        assert_eq!(
+            (st.pce_recorded, st.pce_loaded, st.recording_waits),
+            (0, 1, 0),
+            "{st:?}"
+        );
+        e.shutdown().unwrap();
+        // A job submitted at once waits for the load rather than synthesize in full.
+        let (e, notes) = engine_in(&d, Box::new(Stub::default()), false);
         assert_eq!(prove_and_wait(&e, &notes, &req).1, "pce");
         let st = e.status();
         assert_eq!((st.pce_recorded, st.pce_loaded), (0, 1), "{st:?}");
@@ -321,14 +353,20 @@ fn the_engine_records_once_saves_loads_and_records_again_over_bad_files() {
             ("empty", Vec::new()),
         ] {
             std::fs::write(&path, &bytes).unwrap();
+            // A file is there: the first job waits for it (rejected, recorded again).
             let (e, notes) = engine_in(&d, Box::new(Stub::default()), false);
-            assert_eq!(prove_and_wait(&e, &notes, &req).1, "full", "{what}");
+            assert_eq!(prove_and_wait(&e, &notes, &req).1, "pce", "{what}");
             settled(&e);
             assert_eq!(prove_and_wait(&e, &notes, &req).1, "pce", "{what}");
             let st = e.status();
             assert_eq!(
-                (st.pce_rejected_files, st.pce_recorded, st.pce_loaded),
-                (1, 1, 0),
+                (
+                    st.pce_rejected_files,
+                    st.pce_recorded,
+                    st.pce_loaded,
+                    st.recording_waits
+                ),
+                (1, 1, 0, 1),
                 "{what}: {st:?}"
             );
             e.shutdown().unwrap();
@@ -452,6 +490,8 @@ fn shutdown_while_a_recording_is_made_returns_and_keeps_nothing() {
 /// A GPU stand-in that takes witnesses (as cuzk's GPU prover does): it keeps what it was
 /// given and answers every call with `answer` (a dummy proof, or an error of that status).
 struct WitnessTaker {
+    /// Takes compact witnesses only (a GPU's lean plan): `takes_assignments` false.
+    lean: bool,
     answer: Option<Status>,
     /// Per witness: aux values, the others' count, whether the class table covers the aux.
     seen: Arc<Mutex<Vec<(usize, usize, bool)>>>,
@@ -463,6 +503,7 @@ struct WitnessTaker {
 impl WitnessTaker {
     fn new(answer: Option<Status>) -> Self {
         WitnessTaker {
+            lean: false,
             answer,
             seen: Arc::default(),
             assignments: Arc::default(),
@@ -486,6 +527,9 @@ impl ProverBackend for WitnessTaker {
     }
     fn proves_witness(&self) -> bool {
         true
+    }
+    fn takes_assignments(&self, _: &Srs) -> bool {
+        !self.lean
     }
     fn forget_recording(&self, id: &str) {
         self.forgotten.lock().unwrap().push(id.to_string());
@@ -535,6 +579,61 @@ impl ProverBackend for WitnessTaker {
         asg.take();
         Ok(common::dummy_proof())
     }
+}
+
+/// Issue 43 item 1: on a GPU whose plan takes compact witnesses only (an H100's lean plan at
+/// 32 GiB), the first job of a fresh process synthesized its partitions in full while the
+/// recording was made, and each went to the CPU. Now a partition waits for the recording
+/// where no prover takes a full assignment: it goes to the GPU as a witness, none as an
+/// assignment, and the status counts the wait.
+#[test]
+fn with_no_prover_taking_assignments_the_first_job_waits_for_the_recording() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(1200, "a lean GPU's first job", move || {
+        let mut gpu = WitnessTaker::new(None);
+        gpu.lean = true;
+        let (seen, asgs) = (gpu.seen.clone(), gpu.assignments.clone());
+        let e = engine_cfg(&d, Box::new(gpu), Config::default());
+        let id = e.submit(req.clone()).unwrap();
+        e.await_job(id, common::JOB_DEADLINE).unwrap();
+        let st = e.status();
+        assert_eq!(asgs.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        assert_eq!(
+            (st.recording_waits, st.pce_recorded, st.cpu_retries),
+            (1, 1, 0),
+            "{st:?}"
+        );
+        e.shutdown().unwrap();
+    });
+}
+
+/// Issue 43 item 1: the wait for a recording is bounded (`recording_wait`); past it the job
+/// fails with PROVING and a message naming the recording, rather than hang.
+#[test]
+fn a_recording_not_ready_by_the_deadline_fails_the_job_naming_it() {
+    let req = real_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    within(600, "a recording past its deadline", move || {
+        let mut gpu = WitnessTaker::new(None);
+        gpu.lean = true;
+        let cfg = Config {
+            recording_wait: Some(std::time::Duration::from_nanos(1)),
+            ..Config::default()
+        };
+        let e = engine_cfg(&d, Box::new(gpu), cfg);
+        let id = e.submit(req.clone()).unwrap();
+        let err = e.await_job(id, common::JOB_DEADLINE).unwrap_err();
+        assert_eq!(err.status, Status::Proving, "{err}");
+        assert!(
+            err.message.contains("recording of circuit") && err.message.contains(".cuzk-pce"),
+            "{err}"
+        );
+        e.shutdown().unwrap();
+    });
 }
 
 /// Full synthesis's assignment of the real 2KiB circuit's partition 0 (computed once).

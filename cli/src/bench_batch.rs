@@ -496,14 +496,19 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     }
     for (i, d) in status.devices.iter().enumerate() {
         println!(
-            "device {i} {}: {} partitions proved, {}",
+            "device {i} {}: {} partitions proved, {}; no room {} times ({} waits for room, {} \
+             passed over), {} CPU retries",
             d.name,
             d.partitions_proved,
             if d.enabled {
                 "in service"
             } else {
                 "out of service"
-            }
+            },
+            d.no_room,
+            d.room_waits,
+            d.passed_over,
+            status.cpu_retries
         );
     }
     let svg_text = analysis::waterfall_svg(

@@ -454,6 +454,8 @@ impl Config {
             && want.gpu_mem_limit == running.gpu_mem_limit
             && want.gpu_call_timeout == running.gpu_call_timeout
             && want.allow_random_params == running.allow_random_params
+            && want.recording_wait == running.recording_wait
+            && want.gpu_room_wait == running.gpu_room_wait
     }
 
     /// The synthesis path (of a resolved configuration).
@@ -495,6 +497,8 @@ mod tests {
             gpu_mem_limit: Some(0),
             gpu_call_timeout: Some(Duration::from_secs(9)),
             allow_random_params: Some(false),
+            recording_wait: Some(Duration::from_secs(11)),
+            gpu_room_wait: Some(Duration::from_secs(12)),
         };
         let running = base.clone().resolved();
         assert!(base.matches(&running), "the same configuration must match");
@@ -520,6 +524,8 @@ mod tests {
             gpu_mem_limit: _,
             gpu_call_timeout: _,
             allow_random_params: _,
+            recording_wait: _,
+            gpu_room_wait: _,
         } = base.clone();
         type Change = Box<dyn Fn(&mut Config)>;
         let changes: Vec<(&str, Change)> = vec![
@@ -592,8 +598,16 @@ mod tests {
                 "allow_random_params",
                 Box::new(|c| c.allow_random_params = Some(true)),
             ),
+            (
+                "recording_wait",
+                Box::new(|c| c.recording_wait = Some(Duration::from_secs(1))),
+            ),
+            (
+                "gpu_room_wait",
+                Box::new(|c| c.gpu_room_wait = Some(Duration::ZERO)),
+            ),
         ];
-        assert_eq!(changes.len(), 21, "one change per field of Config");
+        assert_eq!(changes.len(), 23, "one change per field of Config");
         for (name, change) in &changes {
             let mut other = base.clone();
             change(&mut other);

@@ -184,6 +184,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
             .collect(),
         times: vec![StageTimes::default(); n],
     };
+    let held: u64 = batch.reservations.iter().map(Reservation::bytes).sum();
     let call = {
         let (srs, rs, ss) = (srs.clone(), rs.clone(), ss.clone());
         move |inner: &Inner| {
@@ -196,7 +197,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
     };
     let done = if backend.is_gpu() && use_gpu {
         let placed: Vec<usize> = guessed.iter().map(|s| s - base).collect();
-        watchdog::watched(inner, d, srs.generation, &placed, call)
+        watchdog::watched(inner, d, srs.generation, &placed, held, call)
     } else {
         Some(call(inner))
     };

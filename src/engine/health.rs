@@ -169,6 +169,7 @@ pub(super) fn fault_at_slot(inner: &Inner, slot: usize) {
 pub(super) fn take_out_hung(inner: &Inner, d: usize, subs: &[usize]) {
     for &sub in subs {
         let slot = inner.slot_base[d] + sub;
+        inner.inside_given_up.lock()[slot] += 1;
         let operator = {
             let mut devs = inner.devices.lock();
             devs[slot].hung_calls += 1;
@@ -184,11 +185,19 @@ pub(super) fn take_out_hung(inner: &Inner, d: usize, subs: &[usize]) {
     }
 }
 
-/// A call the watchdog gave up on returned: its devices still out as hung are now out as for
-/// faults (probed after the cool-down, put back if the probe passes).
+/// A call the watchdog gave up on returned: its devices still out as hung, and inside no other
+/// call given up on (a device stuck in an earlier call is listed by a later one too), are now
+/// out as for faults (probed after the cool-down, put back if the probe passes).
 pub(super) fn returned_late(inner: &Inner, d: usize, subs: &[usize]) {
     for &sub in subs {
         let slot = inner.slot_base[d] + sub;
+        {
+            let mut inside = inner.inside_given_up.lock();
+            inside[slot] = inside[slot].saturating_sub(1);
+            if inside[slot] > 0 {
+                continue;
+            }
+        }
         let mut devs = inner.devices.lock();
         if devs[slot].out_of_service != Some(OutOfService::Hung) {
             continue;

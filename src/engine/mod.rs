@@ -121,6 +121,9 @@ struct Inner {
     probes: Mutex<Vec<Probe>>,
     /// Per backend: its calls the watchdog gave up on that have not returned.
     abandoned: Vec<std::sync::atomic::AtomicUsize>,
+    /// Per device: calls given up on that it is still inside (it comes back only once none is
+    /// left).
+    inside_given_up: Mutex<Vec<u32>>,
     /// Recent GPU call times, for the watchdog's deadlines.
     call_times: watchdog::CallTimes,
 }
@@ -147,13 +150,15 @@ impl Inner {
     }
 
     /// Why a wait on behalf of `job` should end (the job ended, the engine is stopping).
-    /// Gives up circuit `id`'s recording (`pce::PceCache::distrust`): its file removed, full
-    /// synthesis for the circuit until restart, and every backend's copy of it dropped.
+    /// Gives up circuit `id`'s recording (`pce::PceCache::distrust`): every backend's copy of
+    /// it dropped first (a GPU's is freed before a new one is made), its file removed, and the
+    /// circuit recorded again when next needed (a second fault of a recording made here: full
+    /// synthesis for the circuit until restart).
     fn distrust_recording(&self, id: &str, why: &str) {
-        self.pce.distrust(id, why);
         for b in self.backends.iter().chain(std::iter::once(&self.fallback)) {
             b.forget_recording(id);
         }
+        self.pce.distrust(id, why);
     }
 
     /// Whether the native generator makes circuit `id`'s witnesses.
@@ -292,6 +297,7 @@ impl Engine {
             native_off: Mutex::new(HashMap::new()),
             params_ids: Mutex::new(HashMap::new()),
             probes: Mutex::new(vec![Probe::default(); devices.len()]),
+            inside_given_up: Mutex::new(vec![0; devices.len()]),
             devices: Mutex::new(devices),
             cfg,
         });

@@ -47,6 +47,10 @@ pub struct EngineStatus {
     pub memory_budget: u64,
     pub memory_reserved: u64,
     pub memory_peak: u64,
+    /// Part of `memory_reserved` held by GPU calls the watchdog gave up on (until they
+    /// return): counted as never coming back by the checks that refuse work that could never
+    /// fit.
+    pub memory_stuck: u64,
     pub completed: u64,
     pub failed: u64,
     pub cancelled: u64,
@@ -76,6 +80,10 @@ pub struct EngineStatus {
     pub pce_recorded: u64,
     pub pce_rejected_files: u64,
     pub pce_distrusted: u64,
+    /// Circuits whose recording made in this process gave a wrong assignment a second time
+    /// (recorded again after the first): a fault of the circuit, full synthesis for it until
+    /// restart.
+    pub pce_circuit_faults: u64,
     /// Partitions synthesized in full after their recording gave a wrong assignment.
     pub pce_fallbacks: u64,
     /// Witnesses made by the native generator; partitions whose witness it was asked for and
@@ -168,6 +176,12 @@ impl EngineStatus {
                 ("{event=\"fallback\"}".into(), self.pce_fallbacks as f64),
                 ("{event=\"waited\"}".into(), self.recording_waits as f64),
             ],
+        );
+        metric(
+            "cuzk_pce_circuit_faults_total",
+            "counter",
+            "Circuits whose recording made in this process gave a wrong assignment a second time (full synthesis for them until restart).",
+            &one(self.pce_circuit_faults as f64),
         );
         metric(
             "cuzk_native_witness_total",
@@ -345,6 +359,7 @@ impl Engine {
             memory_budget: i.budget.total(),
             memory_reserved: i.budget.used(),
             memory_peak: i.budget.peak(),
+            memory_stuck: i.budget.stuck(),
             completed: i.counters.completed.load(Ordering::Relaxed),
             failed: i.counters.failed.load(Ordering::Relaxed),
             cancelled: i.counters.cancelled.load(Ordering::Relaxed),
@@ -361,6 +376,7 @@ impl Engine {
             pce_recorded: pce.recorded,
             pce_rejected_files: pce.rejected_files,
             pce_distrusted: pce.distrusted,
+            pce_circuit_faults: pce.circuit_faults,
             pce_fallbacks: i.counters.pce_fallbacks.load(Ordering::Relaxed),
             native_witnesses: i.counters.native_witnesses.load(Ordering::Relaxed),
             native_fallbacks: i.counters.native_fallbacks.load(Ordering::Relaxed),

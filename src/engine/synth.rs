@@ -136,31 +136,40 @@ fn wait_for_recording(
     let Some(why) = waits_for_recording(inner, id, srs) else {
         return Ok(());
     };
-    start_recording(inner, circuits, srs);
-    if inner.pce.state(id) != pce::PceState::Working {
-        return Ok(());
-    }
-    let limit = inner.cfg.recording_wait.unwrap_or_default();
     let file = inner.pce.file_of(id);
-    log::info!(
-        "partition {k} of job {} waits for the recording of circuit {id} ({}): {why}",
-        job.id,
-        file.display()
-    );
-    inner.counters.recording_waits.fetch_add(1, Ordering::Relaxed);
     let t = Instant::now();
-    let state = inner
-        .pce
-        .wait(id, t + limit, || inner.give_up(job).is_some());
-    if state == pce::PceState::Working && inner.give_up(job).is_none() {
-        return Err(Error::new(
-            Status::Proving,
-            format!(
-                "the recording of circuit {id} ({}) was not ready after {} s of waiting                  (recording_wait, CUZK_RECORDING_WAIT_S)",
-                file.display(),
-                t.elapsed().as_secs()
-            ),
-        ));
+    let deadline = t + inner.cfg.recording_wait.unwrap_or_default();
+    // Twice at most: a load at engine start that found the file unusable leaves the circuit
+    // absent, and this partition then starts its recording.
+    for round in 0..2 {
+        start_recording(inner, circuits, srs);
+        if inner.pce.state(id) != pce::PceState::Working {
+            break;
+        }
+        if round == 0 {
+            log::info!(
+                "partition {k} of job {} waits for the recording of circuit {id} ({}): {why}",
+                job.id,
+                file.display()
+            );
+            inner.counters.recording_waits.fetch_add(1, Ordering::Relaxed);
+        }
+        match inner.pce.wait(id, deadline, || inner.give_up(job).is_some()) {
+            pce::PceState::Working if inner.give_up(job).is_some() => break,
+            pce::PceState::Working => {
+                return Err(Error::new(
+                    Status::Proving,
+                    format!(
+                        "the recording of circuit {id} ({}) was not ready after {} s of \
+                         waiting (recording_wait, CUZK_RECORDING_WAIT_S)",
+                        file.display(),
+                        t.elapsed().as_secs()
+                    ),
+                ))
+            }
+            pce::PceState::Absent => continue,
+            _ => break,
+        }
     }
     Ok(())
 }

@@ -52,8 +52,8 @@ impl CallTimes {
 enum State<T> {
     Running,
     Done(T),
-    /// Given up; the devices taken out for it.
-    GaveUp(Vec<usize>),
+    /// Given up; the devices taken out for it, and its memory marked as held by it.
+    GaveUp(Vec<usize>, crate::budget::StuckHold),
 }
 
 struct Shared<T> {
@@ -63,7 +63,9 @@ struct Shared<T> {
 
 /// Runs `call` for backend `d` on a thread of its own and waits for it until its deadline.
 /// `placed` are the devices (indices into the backend's `devices()`) the call's partitions
-/// were placed on, `generation` the parameter instance it proves. Returns the call's output,
+/// were placed on, `generation` the parameter instance it proves, `held` the bytes of the memory
+/// budget the call holds (its partitions'; counted as never coming back while a call given up
+/// on runs, `Budget::hold_stuck`). Returns the call's output,
 /// or None where the watchdog gave it up (its devices are then out of service; `call`'s
 /// output is dropped when it returns). With the watchdog off, or where no thread can be
 /// started, the call runs on this thread.
@@ -72,6 +74,7 @@ pub(super) fn watched<T: Send + 'static>(
     d: usize,
     generation: u64,
     placed: &[usize],
+    held: u64,
     call: impl FnOnce(&Inner) -> T + Send + 'static,
 ) -> Option<T> {
     let allowance = inner.cfg.gpu_call_timeout.unwrap_or_default();
@@ -103,9 +106,10 @@ pub(super) fn watched<T: Send + 'static>(
             let took = start.elapsed();
             let mut st = theirs.state.lock();
             match std::mem::replace(&mut *st, State::Running) {
-                State::GaveUp(subs) => {
+                State::GaveUp(subs, hold) => {
                     drop(st);
                     // Its partitions' memory goes back now, then its devices may come back.
+                    drop(hold);
                     drop(out);
                     let name = their_inner.backends[d].name();
                     log::warn!("{name}: the call given up on returned after {took:.1?}");
@@ -143,7 +147,7 @@ pub(super) fn watched<T: Send + 'static>(
         .busy_devices()
         .filter(|b| !b.is_empty())
         .unwrap_or(devices);
-    *st = State::GaveUp(subs.clone());
+    *st = State::GaveUp(subs.clone(), inner.budget.hold_stuck(held));
     inner.abandoned[d].fetch_add(1, Ordering::AcqRel);
     drop(st);
     log::error!(

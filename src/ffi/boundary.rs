@@ -88,21 +88,27 @@ impl<T> Out<T> {
 /// A caller's out-struct whose first field is `struct_size` (u32), set by the caller to
 /// `sizeof` the struct as its header declares it. The library writes at most that many bytes,
 /// at most its own struct: a caller built against an older header (a shorter struct) gets the
-/// fields it knows and nothing past them.
+/// fields it knows and nothing past them. A `struct_size` of 0 is a caller built against the
+/// first header, which did not ask for it (a zero-initialised struct): it gets the first
+/// published layout.
 pub(super) struct SizedOut<T> {
     out: Out<T>,
     len: usize,
 }
 
 impl<T> SizedOut<T> {
-    /// NULL, or a `struct_size` too small to hold a field (0: never set): an argument error
-    /// naming the struct, nothing written.
-    pub(super) fn new(p: *mut T, name: &str) -> Result<Self> {
+    /// NULL, or a `struct_size` from 1 to 7 (too small to hold a field): an argument error
+    /// naming the struct, nothing written. A `struct_size` of 0 reads as `v1`, the size of the
+    /// struct in the first header.
+    pub(super) fn new(p: *mut T, name: &str, v1: usize) -> Result<Self> {
         const { assert!(std::mem::align_of::<T>() >= std::mem::align_of::<u32>()) };
         let out = Out::new(p, "out")?;
         // SAFETY: non-NULL and aligned for T, whose first field is the u32 `struct_size`
         // (pinned per struct in layout.rs).
-        let size = unsafe { (p as *const u32).read() } as usize;
+        let size = match unsafe { (p as *const u32).read() } as usize {
+            0 => v1,
+            n => n,
+        };
         if size < 8 {
             return Err(Error::invalid_argument(format!(
                 "{name}.struct_size is {size}: set it to sizeof({name}) before the call"

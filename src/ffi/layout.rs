@@ -4,7 +4,7 @@
 use super::{
     callbacks::{cuzk_log_record, cuzk_timeline_event},
     config::{cuzk_config, CONFIG_V1_SIZE},
-    observe::{cuzk_admission, cuzk_engine_report},
+    observe::{cuzk_admission, cuzk_engine_report, ADMISSION_V1_SIZE, REPORT_V1_SIZE},
 };
 
 /// Pins version 1 of a struct whose `struct_size` promises "fields are only appended": each v1
@@ -42,6 +42,8 @@ mod v1_layouts {
     pinned_v1!(cuzk_admission, 72, { struct_size @ 0, admit @ 4, reason @ 8,
         partitions_per_job @ 12, partitions_fit @ 16, jobs_fit @ 24, partition_bytes @ 32,
         params_bytes @ 40, queued_bytes @ 48, free_bytes @ 56, job_slots @ 64 } later {});
+    // What a caller whose struct_size is 0 gets (the first header's layout).
+    const _: () = assert!(REPORT_V1_SIZE == 136 && ADMISSION_V1_SIZE == 72);
     pinned_v1!(cuzk_timeline_event, 48, { struct_size @ 0, kind @ 4, t_us @ 8, job_id @ 16,
         partition @ 24, worker @ 28, value @ 32, detail @ 40 } later {});
     pinned_v1!(cuzk_log_record, 32, { struct_size @ 0, level @ 4, unix_us @ 8, target @ 16,

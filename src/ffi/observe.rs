@@ -14,13 +14,19 @@ use crate::{
     porep::FixtureShape,
 };
 
+/// Bytes of `cuzk_engine_report` and `cuzk_admission` in the first header (64-bit targets):
+/// what a caller whose `struct_size` is 0 gets.
+pub(super) const REPORT_V1_SIZE: usize = 136;
+pub(super) const ADMISSION_V1_SIZE: usize = 72;
+
 /// A snapshot of the engine, from `cuzk_engine_status`. Fields are only appended.
 #[repr(C)]
 pub struct cuzk_engine_report {
     /// Set by the caller to `sizeof(cuzk_engine_report)` before the call; the library writes
     /// at most that many bytes (a caller built against an older header gets the fields it
     /// knows) and sets it to the bytes it wrote (a caller built against a newer header: the
-    /// fields past it are not filled).
+    /// fields past it are not filled). 0 (a zeroed struct of a caller built against the first
+    /// header, which did not ask for it) reads as the first header's 136 bytes.
     pub struct_size: u32,
     /// Number of prover devices (the CPU prover counts as one).
     pub devices: u32,
@@ -53,7 +59,8 @@ pub struct cuzk_engine_report {
 
 /// Writes a snapshot of the running engine to `*out`, whose `struct_size` the caller sets
 /// first (see `cuzk_engine_report`). `CUZK_STATUS_INVALID_ARGUMENT` for a NULL `out` or a
-/// `struct_size` below 8 (nothing written), `CUZK_STATUS_NOT_RUNNING` without an engine.
+/// `struct_size` from 1 to 7 (nothing written; 0 is a caller of the first header, which gets
+/// that header's fields), `CUZK_STATUS_NOT_RUNNING` without an engine.
 /// Thread-safe; allowed in a timeline or log callback.
 #[no_mangle]
 pub extern "C" fn cuzk_engine_status(
@@ -61,7 +68,7 @@ pub extern "C" fn cuzk_engine_status(
     err_out: *mut cuzk_error,
 ) -> Status {
     boundary(err_out, || {
-        let out = SizedOut::new(out, "cuzk_engine_report")?;
+        let out = SizedOut::new(out, "cuzk_engine_report", REPORT_V1_SIZE)?;
         let s = running()?.status();
         let r = cuzk_engine_report {
             struct_size: std::mem::size_of::<cuzk_engine_report>() as u32,
@@ -127,7 +134,8 @@ pub const CUZK_ADMIT_MAX_JOBS: u32 = 2;
 #[repr(C)]
 pub struct cuzk_admission {
     /// Set by the caller to `sizeof(cuzk_admission)` before the call; the library writes at
-    /// most that many bytes and sets it to the bytes it wrote (as `cuzk_engine_report`).
+    /// most that many bytes and sets it to the bytes it wrote (as `cuzk_engine_report`); 0
+    /// reads as the first header's 72 bytes.
     pub struct_size: u32,
     /// 1: one more job of the type would start now; 0: it would wait (see `reason`).
     pub admit: u8,
@@ -160,7 +168,8 @@ pub struct cuzk_admission {
 /// ahead, parameters still to load). `fixture_partitions` / `fixture_layers` select a test
 /// shape (0: the type's own). The answer can change as soon as it is given: a job submitted
 /// after it may still wait for memory, never fail for it. `CUZK_STATUS_INVALID_ARGUMENT` for an
-/// unknown number, a NULL `out` or a `struct_size` below 8 (nothing written), `CUZK_STATUS_UNSUPPORTED` for a type the engine does not prove,
+/// unknown number, a NULL `out` or a `struct_size` from 1 to 7 (nothing written; 0 gets the first header's
+/// fields), `CUZK_STATUS_UNSUPPORTED` for a type the engine does not prove,
 /// `CUZK_STATUS_PARAMS` where its parameter files are missing or damaged,
 /// `CUZK_STATUS_NOT_RUNNING` without an engine. Thread-safe; allowed in a timeline callback.
 #[no_mangle]
@@ -173,7 +182,7 @@ pub extern "C" fn cuzk_engine_admission(
     err_out: *mut cuzk_error,
 ) -> Status {
     boundary(err_out, || {
-        let out = SizedOut::new(out, "cuzk_admission")?;
+        let out = SizedOut::new(out, "cuzk_admission", ADMISSION_V1_SIZE)?;
         let proof = engine::seal_proof_from_abi(registered_proof)?;
         let fixture = FixtureShape {
             partitions: fixture_partitions as usize,

@@ -34,6 +34,8 @@ pub struct Held {
     /// The file it was loaded from or saved to, as it was then: only that file is removed
     /// when the recording is distrusted (not one another process wrote since).
     file: Option<FileStamp>,
+    /// Recorded in this process from the circuit (not loaded from a file).
+    fresh: bool,
     _reservation: Reservation,
 }
 
@@ -91,12 +93,18 @@ struct Counters {
     rejected_files: AtomicU64,
     distrusted: AtomicU64,
     file_reads: AtomicU64,
+    circuit_faults: AtomicU64,
 }
 
 pub struct PceCache {
     dir: PathBuf,
     budget: Arc<Budget>,
     slots: Mutex<HashMap<String, Slot>>,
+    /// Per circuit: the file of the last recording given up for a wrong assignment (a load of
+    /// it under way at that moment is refused), and whether a recording made in this process
+    /// was given up (a second one is the circuit's fault).
+    given_up: Mutex<HashMap<String, Option<FileStamp>>>,
+    fresh_given_up: Mutex<std::collections::HashSet<String>>,
     /// Signalled whenever a slot changes (partitions waiting for a recording: [`Self::wait`]).
     changed: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -117,6 +125,10 @@ pub struct PceStats {
     pub distrusted: u64,
     /// Recording files read (each read first reserves the file's size in the budget).
     pub file_reads: u64,
+    /// Circuits whose recording made in this process gave a wrong assignment a second time:
+    /// a fault of the circuit (or of every prover), shown to the operator; full synthesis for
+    /// them until restart.
+    pub circuit_faults: u64,
 }
 
 impl PceCache {
@@ -128,6 +140,8 @@ impl PceCache {
             dir,
             budget,
             slots: Mutex::new(HashMap::new()),
+            given_up: Mutex::new(HashMap::new()),
+            fresh_given_up: Mutex::new(std::collections::HashSet::new()),
             changed: Condvar::new(),
             threads: Mutex::new(Vec::new()),
             abort: Arc::new(AtomicBool::new(false)),
@@ -202,6 +216,7 @@ impl PceCache {
             rejected_files: self.counters.rejected_files.load(Ordering::Relaxed),
             distrusted: self.counters.distrusted.load(Ordering::Relaxed),
             file_reads: self.counters.file_reads.load(Ordering::Relaxed),
+            circuit_faults: self.counters.circuit_faults.load(Ordering::Relaxed),
         }
     }
 
@@ -377,12 +392,21 @@ impl PceCache {
         };
         // A file of another circuit, or whose densities disagree with the parameters (a bit
         // changed before its checksum was made), is rejected and recorded again.
-        let loaded = loaded.and_then(|rec| match expect.mismatch(&rec) {
-            None => Ok(rec),
-            Some(m) => Err(file::LoadError::Bad(format!(
-                "{}: not the recording of these parameters' circuit: {m}",
-                path.display()
-            ))),
+        // So is one whose density bits are not those its matrices give (changed with their
+        // counts kept), and the file a distrust gave up while this load read it.
+        let loaded = loaded.and_then(|rec| {
+            let given_up = stamp.is_some() && self.given_up.lock().get(id) == Some(&stamp);
+            match expect.mismatch(&rec).or_else(|| rec.density_mismatch()) {
+                None if !given_up => Ok(rec),
+                None => Err(file::LoadError::Bad(format!(
+                    "{}: the file a wrong assignment gave up",
+                    path.display()
+                ))),
+                Some(m) => Err(file::LoadError::Bad(format!(
+                    "{}: not the recording of these parameters' circuit: {m}",
+                    path.display()
+                ))),
+            }
         });
         if loaded.is_err() {
             read_room = None;
@@ -430,9 +454,13 @@ impl PceCache {
                     return;
                 };
                 let rec = record(self.abort.clone());
-                drop(room);
                 match rec {
-                    Ok(rec) if expect.mismatch(&rec).is_none() => (rec, false),
+                    // Its room stays reserved while it is saved (given back just before its
+                    // resident reservation is made).
+                    Ok(rec) if expect.mismatch(&rec).is_none() => {
+                        read_room = Some(room);
+                        (rec, false)
+                    }
                     Ok(rec) => {
                         let e = format!(
                             "circuit {id} recorded {}",
@@ -511,6 +539,7 @@ impl PceCache {
                 held: Arc::new(Held {
                     rec,
                     file: stamp,
+                    fresh: !from_disk,
                     _reservation: reservation,
                 }),
                 last_use: Instant::now(),
@@ -556,24 +585,52 @@ impl PceCache {
         self.make_room_with(bytes, headroom, true)
     }
 
-    /// A recording was caught giving a wrong assignment: it is dropped, its file removed, and
-    /// the circuit uses full synthesis until the engine restarts.
+    /// A recording was caught giving a wrong assignment: it is dropped and its file removed
+    /// (only the file it came from), and the circuit is recorded again from its code when next
+    /// needed (one GPU glitch, or a damaged or crafted file, must not leave a lean card without
+    /// recordings until restart). Where the recording given up was made in this process and
+    /// one made here was given up before, the circuit itself is at fault: an error for the
+    /// operator (`circuit_faults`), and full synthesis for the circuit until restart. A load of
+    /// the same file under way is refused when it ends.
     pub fn distrust(&self, id: &str, why: &str) {
         self.counters.distrusted.fetch_add(1, Ordering::Relaxed);
         let path = file::path(&self.dir, id);
-        let stamp = match self.slots.lock().get(id) {
-            Some(Slot::Ready { held, .. }) => held.file.clone(),
-            _ => None,
+        let mut slots = self.slots.lock();
+        let (stamp, fresh) = match slots.get(id) {
+            Some(Slot::Ready { held, .. }) => (held.file.clone(), held.fresh),
+            _ => (FileStamp::of(&path).ok(), false),
         };
+        self.given_up.lock().insert(id.to_string(), stamp.clone());
         // Only the file this recording came from: one another process wrote since is its own.
         let ours = stamp.is_some() && FileStamp::of(&path).ok() == stamp;
         let removed = ours && std::fs::remove_file(&path).is_ok();
-        log::error!(
-            "recording of circuit {id} gave a wrong assignment ({why}): {} {}, full synthesis for this circuit",
-            if removed { "removed" } else { "left (not the file it came from)" },
+        let file = format!(
+            "{} {}",
+            if removed {
+                "removed"
+            } else {
+                "left (not the file it came from)"
+            },
             path.display()
         );
-        self.set(id, Slot::Failed(format!("distrusted: {why}")));
+        let twice = fresh && !self.fresh_given_up.lock().insert(id.to_string());
+        if twice {
+            self.counters.circuit_faults.fetch_add(1, Ordering::Relaxed);
+            log::error!(
+                "FAULT: circuit {id}: a recording made from the circuit in this process gave a \
+                 wrong assignment, for the second time ({why}); {file}. The circuit's code or \
+                 every prover is at fault: full synthesis for this circuit until restart"
+            );
+            slots.insert(id.to_string(), Slot::Failed(format!("distrusted twice: {why}")));
+        } else {
+            log::error!(
+                "recording of circuit {id} gave a wrong assignment ({why}): {file}; it is \
+                 recorded again from the circuit"
+            );
+            slots.remove(id);
+        }
+        drop(slots);
+        self.changed.notify_all();
     }
 
     /// Stops recordings under way, waits for their threads and drops every recording (engine

@@ -67,10 +67,22 @@ fn tmp_writer(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
+/// How long a temporary file goes unwritten before it may be taken for a crash's leftover
+/// (a save writes continuously: ~6 GB at 32 GiB in well under a minute).
+pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
 /// Removes the temporary files in `dir` that a [`save`] left when its process ended before it
-/// finished (a crash; up to ~6 GB each at 32 GiB); those of live processes are left. Returns
-/// how many it removed.
+/// finished (a crash; up to ~6 GB each at 32 GiB). A file is taken for stale only where all
+/// say so: its writer's PID is not running here, it was last written [`STALE_AFTER`] ago or
+/// more, and no one holds its lock (a writer holds it for the whole save). A PID alone is not
+/// enough: a writer in another PID namespace, or on another host sharing the directory, has a
+/// PID this process cannot see. Returns how many it removed.
 pub fn remove_stale_temporaries(dir: &Path) -> usize {
+    remove_stale_temporaries_after(dir, STALE_AFTER)
+}
+
+/// [`remove_stale_temporaries`] with another age (tests).
+pub fn remove_stale_temporaries_after(dir: &Path, age: std::time::Duration) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -80,8 +92,20 @@ pub fn remove_stale_temporaries(dir: &Path) -> usize {
         let Some(pid) = name.to_str().and_then(tmp_writer) else {
             continue;
         };
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|a| a >= age);
+        // Opened (never created) for the lock only; closing it lets the lock go.
+        let unlocked = || {
+            std::fs::File::open(e.path()).is_ok_and(|f| crate::sys::os::try_lock_exclusive(&f))
+        };
         if pid != std::process::id()
             && !crate::sys::os::process_may_run(pid)
+            && old
+            && unlocked()
             && std::fs::remove_file(e.path()).is_ok()
         {
             log::info!(
@@ -228,6 +252,10 @@ pub fn save(rec: &Recording, dest: &Path) -> std::io::Result<()> {
         .prefix(&format!(".{name}.{}.", std::process::id()))
         .suffix(TMP_SUFFIX)
         .tempfile_in(dir)?;
+    // Locked while it is written: no other process's sweep takes it for a crash's leftover.
+    if !crate::sys::os::try_lock_exclusive(tmp.as_file()) {
+        return Err(std::io::Error::other("cannot lock the temporary file"));
+    }
     // Readable by the other users of a shared parameter directory (a temporary file is
     // created 0600): their engines load it instead of recording it again.
     #[cfg(unix)]
@@ -435,25 +463,41 @@ mod tests {
             let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o644, "{mode:o}");
         }
-        // Temporaries: one of a process that has ended, one of this process, one of another
-        // program; only the first is removed.
+        // Temporaries: one of a process that has ended, one of the same whose writer holds its
+        // lock (a writer in another PID namespace or host, whose PID means nothing here), one
+        // of this process, one of another program.
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let gone = child.id();
         child.wait().unwrap();
         let dead = dir.path().join(format!(".{name}.{gone}.Ab3xYz.tmp"));
+        let locked = dir.path().join(format!(".{name}.{gone}.Lk7mNo.tmp"));
         let mine = dir
             .path()
             .join(format!(".{name}.{}.Qw9rTy.tmp", std::process::id()));
         let other = dir.path().join(".something.123.tmp");
-        for f in [&dead, &mine, &other] {
+        for f in [&dead, &locked, &mine, &other] {
             std::fs::write(f, b"half").unwrap();
         }
         assert_eq!(
             tmp_writer(&format!(".{name}.{gone}.Ab3xYz.tmp")),
             Some(gone)
         );
+        // Issue 43 item 7: written just now, none is stale (its PID alone says nothing).
+        assert_eq!(remove_stale_temporaries(dir.path()), 0);
+        assert!(dead.exists());
+        // Unwritten for an hour: the one no one holds goes; the locked one stays.
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for f in [&dead, &locked, &mine, &other] {
+            let f = std::fs::OpenOptions::new().write(true).open(f).unwrap();
+            f.set_modified(hour_ago).unwrap();
+        }
+        let writer = File::open(&locked).unwrap();
+        assert!(crate::sys::os::try_lock_exclusive(&writer));
         assert_eq!(remove_stale_temporaries(dir.path()), 1);
-        assert!(!dead.exists() && mine.exists() && other.exists() && p.exists());
+        assert!(!dead.exists() && locked.exists() && mine.exists() && other.exists() && p.exists());
+        drop(writer);
+        assert_eq!(remove_stale_temporaries(dir.path()), 1);
+        assert!(!locked.exists());
     }
 
     /// Issue 26: a header whose row count is u64::MAX (rows + 1 wraps to 0, so a file with no

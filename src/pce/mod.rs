@@ -228,6 +228,46 @@ impl Recording {
         }
     }
 
+    /// Why its density tables are not the ones its matrices give, if they are not: a term with
+    /// a nonzero coefficient marks its column (aux columns in A and B, input columns in B), as
+    /// recording marks them. A file whose bits were changed, or permuted with their counts
+    /// kept, gives proofs that do not verify; it is refused on load instead.
+    pub fn density_mismatch(&self) -> Option<String> {
+        let tables = [
+            ("A aux", &self.a_aux_density, &self.a, false, self.aux),
+            ("B input", &self.b_input_density, &self.b, true, self.inputs),
+            ("B aux", &self.b_aux_density, &self.b, false, self.aux),
+        ];
+        for (name, table, m, inputs, n) in tables {
+            let mut marked = vec![0u64; n.div_ceil(64)];
+            for (&col, &code) in m.cols.iter().zip(&m.coeffs) {
+                let zero = self
+                    .dict
+                    .get(code as usize)
+                    .is_none_or(|k| bool::from(k.is_zero()));
+                if (col & INPUT_BIT != 0) != inputs || zero {
+                    continue;
+                }
+                let j = (col & !INPUT_BIT) as usize;
+                if j < n {
+                    marked[j / 64] |= 1 << (j % 64);
+                }
+            }
+            let same = table.bv.len() == n
+                && table
+                    .bv
+                    .iter()
+                    .enumerate()
+                    .all(|(j, bit)| *bit == (marked[j / 64] >> (j % 64) & 1 == 1));
+            if !same {
+                return Some(format!(
+                    "its {name} density table is not the one its matrices give"
+                ));
+            }
+        }
+        None
+    }
+
     /// Terms over all three matrices.
     pub fn terms(&self) -> usize {
         self.a.terms() + self.b.terms() + self.c.terms()
@@ -572,5 +612,82 @@ mod tests {
         // The file saved in its place is the right one.
         let again = file::load(&path, "toy", Some((made.inputs, made.aux))).unwrap();
         assert!(expect.mismatch(&again).is_none());
+    }
+
+    /// Issue 43 item 3: only the density tables' counts were compared on load, so a file with
+    /// two density bits swapped (counts kept, checksum made over them) was loaded and gave
+    /// proofs that do not verify. The tables are now checked against the recording's own
+    /// matrices: such a file is rejected and the circuit recorded again.
+    #[test]
+    fn a_recording_file_with_permuted_density_bits_is_recorded_again() {
+        use crate::budget::Budget;
+        let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        assert!(made.density_mismatch().is_none());
+        let expect = Expect::given_by(&made);
+        let dir = tempfile::tempdir().unwrap();
+        let path = file::path(dir.path(), "toy");
+        // A's aux bits: x and y on, w off. Swapped: x off, w on (the same count).
+        let mut wrong = made.clone();
+        let (on, off) = {
+            let bv = &wrong.a_aux_density.bv;
+            (bv.first_one().unwrap(), bv.first_zero().unwrap())
+        };
+        wrong.a_aux_density.bv.set(on, false);
+        wrong.a_aux_density.bv.set(off, true);
+        assert!(expect.mismatch(&wrong).is_none(), "the counts are kept");
+        assert!(wrong.density_mismatch().unwrap().contains("A aux"));
+        file::save(&wrong, &path).unwrap();
+        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(1 << 30));
+        let room = Room {
+            recording: 1,
+            partition: 1,
+        };
+        let got = cache
+            .load_or_record("toy", expect, room, |_| {
+                RecordingCS::record(Toy(None), "toy", None).map_err(|e| e.to_string())
+            })
+            .unwrap();
+        assert!(got.rec == made, "the permuted file was used");
+        let st = cache.stats();
+        assert_eq!((st.rejected_files, st.recorded, st.loaded), (1, 1, 0));
+    }
+
+    /// Issue 43 item 3: a recording given up for one wrong assignment (a GPU glitch caught by
+    /// the self-check, or a damaged file) left its circuit on full synthesis until restart: on
+    /// a card whose plan takes compact witnesses only, every later partition went to the CPU.
+    /// Now it is recorded again from the circuit; a second wrong assignment from a recording
+    /// made in this process is a fault of the circuit, counted for the operator.
+    #[test]
+    fn a_distrusted_recording_is_recorded_again_and_a_second_fresh_one_is_a_fault() {
+        use crate::budget::Budget;
+        let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
+        let expect = Expect::given_by(&made);
+        let dir = tempfile::tempdir().unwrap();
+        let path = file::path(dir.path(), "toy");
+        file::save(&made, &path).unwrap();
+        let room = Room {
+            recording: 1,
+            partition: 1,
+        };
+        let record = |_| RecordingCS::record(Toy(None), "toy", None).map_err(|e| e.to_string());
+        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(1 << 30));
+        // Loaded from its file, then distrusted: the file goes, the circuit is recorded again.
+        cache.load_or_record("toy", expect, room, record).unwrap();
+        cache.distrust("toy", "test");
+        assert!(!path.exists());
+        assert_eq!(cache.state("toy"), PceState::Absent);
+        cache.load_or_record("toy", expect, room, record).unwrap();
+        // Made here, distrusted: recorded again once more (one glitch).
+        cache.distrust("toy", "test");
+        assert_eq!(cache.state("toy"), PceState::Absent);
+        cache.load_or_record("toy", expect, room, record).unwrap();
+        let st = cache.stats();
+        assert_eq!((st.loaded, st.recorded, st.circuit_faults), (1, 2, 0));
+        // A second recording made here given up: the circuit's fault.
+        cache.distrust("toy", "test");
+        assert!(matches!(cache.state("toy"), PceState::Failed(_)));
+        let st = cache.stats();
+        assert_eq!((st.distrusted, st.circuit_faults), (3, 1));
+        assert!(cache.load_or_record("toy", expect, room, record).is_err());
     }
 }

@@ -37,6 +37,25 @@ pub fn process_may_run(pid: u32) -> bool {
     }
 }
 
+/// Takes an exclusive advisory lock on `file` (BSD `flock`) without waiting: true where taken
+/// (held until the file is closed), false where another open file description holds one (a
+/// writer in any process, whatever its PID namespace, on this host or, where the filesystem
+/// passes locks on, another).
+pub fn try_lock_exclusive(file: &std::fs::File) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: a valid open descriptor for the duration of the call; flock has no other
+        // preconditions.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        true
+    }
+}
+
 /// CPU time (user + system) this process has used so far, all threads together.
 pub fn process_cpu_time() -> std::time::Duration {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();

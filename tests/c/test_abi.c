@@ -12,7 +12,8 @@
  *   nothing past its end is read.
  * - cuzk_engine_status and cuzk_engine_admission write at most the caller's struct_size bytes
  *   (a caller whose struct ends earlier gets nothing past its end), set struct_size to the bytes
- *   written, and refuse a struct_size too small to hold anything.
+ *   written, and refuse a struct_size of 1-7; a struct_size of 0 (a caller built against the
+ *   first header, which did not ask for it) gets the first header's struct, and nothing past it.
  *
  * Environment: CUZK_TEST_PARAMS (parameter directory holding the 2KiB set, for admission).
  */
@@ -164,6 +165,34 @@ static int untouched(const unsigned char *p, size_t from, size_t to) {
   return 1;
 }
 
+/* A caller built against the first header, which did not ask for struct_size: its struct of
+ * that header (`v1` bytes) zero-initialised, then the guard page. It gets that header's fields
+ * (`filled` says one of them was written), struct_size set to `v1`, nothing past them. */
+static void zero_sized_output(const char *name, fill_fn fill, size_t v1, int (*filled)(const void *)) {
+  cuzk_error err = {0};
+  char what[128];
+  fprintf(stderr, "test_abi: %s into a first-header caller's %zu zeroed bytes before a guard page\n", name, v1);
+  unsigned char *first = guarded(v1);
+  memset(first, 0, v1);
+  snprintf(what, sizeof what, "%s with struct_size 0", name);
+  expect(fill(first, &err), CUZK_STATUS_OK, &err, what);
+  uint32_t size;
+  memcpy(&size, first, 4);
+  CHECK(size == v1, "%s: struct_size %u after the call, want the first header's %zu", name, size, v1);
+  CHECK(filled(first), "%s: the first header's fields were not written", name);
+  unguard(first);
+}
+
+static int report_filled(const void *p) {
+  const struct engine_report_v1 *r = p;
+  return r->devices >= 1 && r->memory_budget_bytes > 0;
+}
+
+static int admission_filled(const void *p) {
+  const struct admission_v1 *a = p;
+  return a->partitions_per_job >= 1 && a->partition_bytes > 0;
+}
+
 /* `full`: today's sizeof; `older`: the size of a caller whose struct lacks the last field. */
 static void sized_output(const char *name, fill_fn fill, size_t full, size_t older) {
   cuzk_error err = {0};
@@ -199,8 +228,8 @@ static void sized_output(const char *name, fill_fn fill, size_t full, size_t old
   CHECK(size == full, "%s: struct_size %u after the call, want %zu", name, size, full);
   CHECK(untouched(buf, full, room), "%s wrote past its own struct", name);
 
-  /* A struct_size too small to hold a field (zeroed, or never set): refused. */
-  for (uint32_t bad = 0; bad < 8; bad += 4) {
+  /* A struct_size too small to hold a field: refused. */
+  for (uint32_t bad = 1; bad < 8; bad += 3) {
     memset(buf, CANARY, room);
     memcpy(buf, &bad, 4);
     snprintf(what, sizeof what, "%s, struct_size %u", name, bad);
@@ -234,6 +263,8 @@ int main(void) {
                offsetof(cuzk_engine_report, timeline_events_dropped));
   sized_output("cuzk_engine_admission", fill_admission, sizeof(cuzk_admission),
                offsetof(cuzk_admission, job_slots));
+  zero_sized_output("cuzk_engine_status", fill_status, sizeof(struct engine_report_v1), report_filled);
+  zero_sized_output("cuzk_engine_admission", fill_admission, sizeof(struct admission_v1), admission_filled);
 
   CHECK(cuzk_engine_shutdown() == CUZK_STATUS_OK, "shutdown");
   printf("test_abi: %d passed, %d failed\n", passed, failed);

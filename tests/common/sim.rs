@@ -30,6 +30,9 @@ pub enum Answer {
     /// No device memory for any partition of the call (RESOURCE_EXHAUSTED, as cuzk's GPU
     /// prover answers on a GPU that cannot hold a partition): not a fault.
     NoRoom,
+    /// A GPU that can never hold the circuit (UNSUPPORTED, as cuzk's GPU prover answers on a
+    /// card too small for it): passed over, not a fault.
+    Never,
 }
 
 /// What `prepare` does with the parameters, and so what the budget holds for them.
@@ -68,10 +71,15 @@ pub struct SimState {
     pub fail_next: Vec<AtomicU64>,
     /// Answers of `probe` (pass or fail), in turn; Ok once used up.
     pub probes: Mutex<Vec<bool>>,
+    /// Errors `prepare` answers with, in turn (before doing what `params` says); none once
+    /// used up.
+    pub prepare_errors: Mutex<Vec<Status>>,
     /// Per call, in order: its answer and its number of partitions.
     pub calls: Mutex<Vec<(Answer, usize)>>,
     /// Per partition given to a device, in order: (call, device, ok).
     pub log: Mutex<Vec<(usize, usize, bool)>>,
+    /// Per device: calls it is inside now (`busy_devices`, as cuzk's GPU prover reports them).
+    pub inside: Vec<AtomicU64>,
     resident: Mutex<Option<cuzk::budget::Reservation>>,
 }
 
@@ -87,8 +95,10 @@ impl SimState {
             gates: Vec::new(),
             fail_next: (0..n).map(|_| AtomicU64::new(0)).collect(),
             probes: Mutex::default(),
+            prepare_errors: Mutex::default(),
             calls: Mutex::default(),
             log: Mutex::default(),
+            inside: (0..n).map(|_| AtomicU64::new(0)).collect(),
             resident: Mutex::default(),
         }
     }
@@ -102,6 +112,16 @@ impl SimState {
             script,
             then: Answer::Dummy,
             ..Self::cpu(1)
+        }
+    }
+
+    /// `n` devices taking one partition each per call, answering `script` then dummy proofs.
+    pub fn dummy_on(n: usize, script: Vec<Answer>) -> Self {
+        SimState {
+            params: HostParams::Kept,
+            script,
+            then: Answer::Dummy,
+            ..Self::cpu(n)
         }
     }
 
@@ -176,6 +196,13 @@ impl ProverBackend for SimGpus {
     }
     fn prepare(&self, srs: &Srs) -> cuzk::Result<()> {
         let no_room = |what| cuzk::Error::new(Status::ResourceExhausted, what);
+        {
+            let mut errors = self.0.prepare_errors.lock().unwrap();
+            if !errors.is_empty() {
+                let status = errors.remove(0);
+                return Err(cuzk::Error::new(status, "sim: prepare refused"));
+            }
+        }
         match self.0.params {
             HostParams::Load => srs.params().map(drop),
             // Read into host memory, copied to the device, let go.
@@ -199,6 +226,14 @@ impl ProverBackend for SimGpus {
     }
     fn release(&self) {
         self.0.resident.lock().unwrap().take();
+    }
+    fn busy_devices(&self) -> Option<Vec<usize>> {
+        let inside = &self.0.inside;
+        Some(
+            (0..inside.len())
+                .filter(|&d| inside[d].load(Ordering::SeqCst) > 0)
+                .collect(),
+        )
     }
     fn prove(
         &self,
@@ -236,8 +271,16 @@ impl ProverBackend for SimGpus {
             calls.push((answer, n));
             (call, answer)
         };
+        let mut devs = placed.clone();
+        devs.dedup();
+        for &d in &devs {
+            sim.inside[d].fetch_add(1, Ordering::SeqCst);
+        }
         if let Some(g) = sim.gates.get(call - 1) {
             g.wait();
+        }
+        for &d in &devs {
+            sim.inside[d].fetch_sub(1, Ordering::SeqCst);
         }
         let out: Vec<(usize, cuzk::Result<Proof<Bls12>>)> = placed
             .into_iter()
@@ -250,7 +293,12 @@ impl ProverBackend for SimGpus {
                 let res = if answer == Answer::NoRoom {
                     Err(cuzk::Error::new(
                         cuzk::Status::ResourceExhausted,
-                        format!("sim:{d}: cannot hold a partition"),
+                        format!("sim:{d}: cannot hold a partition now"),
+                    ))
+                } else if answer == Answer::Never {
+                    Err(cuzk::Error::new(
+                        cuzk::Status::Unsupported,
+                        format!("sim:{d}: cannot hold a partition on this card"),
                     ))
                 } else if fault {
                     // Like a GPU: the assignment stays for the engine's retry.

@@ -197,8 +197,14 @@ impl CuzkGpuProver {
     ) -> Result<Arc<DeviceRecording>> {
         let gpu = &self.gpus[g];
         let key = (r1cs.id.to_string(), r1cs.instance);
-        if let Some(r) = gpu.recordings.lock().get(&key) {
-            return Ok(r.clone());
+        {
+            let mut recs = gpu.recordings.lock();
+            if let Some(r) = recs.get(&key) {
+                return Ok(r.clone());
+            }
+            // An older recording of the circuit goes first: its device memory comes back (once
+            // the calls holding it end) before the new copy asks for its own.
+            recs.retain(|(id, _), _| id != r1cs.id);
         }
         let t = Instant::now();
         let m = r1cs.matrices.map(|(row_start, cols, coeffs)| SparseMatrix {
