@@ -227,35 +227,52 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
         prove_ms: ms(pickup.elapsed()),
         use_gpu,
     };
+    // Room passing short (another process holds the device's memory): such a partition waits
+    // for it in the queue, up to the configured time, rather than take minutes on the CPU.
     let room_wait = inner.cfg.gpu_room_wait.unwrap_or_default();
-    let (mut waited, mut proved, mut why) = (0, 0, None);
+    let gpu_err = |r: &Result<Proof<Bls12>>, s: Status| {
+        matches!(r, Err(e) if backend.is_gpu() && e.status == s)
+    };
+    let waits: Vec<bool> = results
+        .iter()
+        .zip(&parts)
+        .enumerate()
+        .map(|(i, ((_, r), p))| {
+            gpu_err(r, Status::ResourceExhausted)
+                && use_gpu
+                && works[i].is_some()
+                && p.room_since.is_none_or(|t| t.elapsed() < room_wait)
+                && !room_wait.is_zero()
+        })
+        .collect();
+    // The wait is set (or ended) before any partition is settled: a job that completes here
+    // sees its device's status as it is after this call.
+    if backend.is_gpu() && use_gpu {
+        let why = results
+            .iter()
+            .zip(&waits)
+            .find_map(|((_, r), &w)| if w { r.as_ref().err() } else { None })
+            .map(|e| e.message.clone());
+        let waited = waits.iter().filter(|&&w| w).count();
+        let proved = results.iter().filter(|(_, r)| r.is_ok()).count();
+        note_room(inner, d, waited, proved, why.as_deref());
+    }
     for (i, ((sub, result), p)) in results.into_iter().zip(parts).enumerate() {
         let slot = base + sub;
-        let gpu_err = |s: Status| matches!(&result, Err(e) if backend.is_gpu() && e.status == s);
-        let no_room = gpu_err(Status::ResourceExhausted);
-        // Room passing short (another process holds the device's memory): the partition waits
-        // for it in the queue, up to the configured time, rather than take minutes on the CPU.
-        let waits = no_room
-            && use_gpu
-            && works[i].is_some()
-            && p.room_since.is_none_or(|t| t.elapsed() < room_wait)
-            && !room_wait.is_zero();
+        let no_room = gpu_err(&result, Status::ResourceExhausted);
         {
             let mut devs = inner.devices.lock();
             devs[guessed[i]].current = None;
             devs[slot].current = None;
             devs[slot].partitions_proved += result.is_ok() as u64;
             devs[slot].no_room += no_room as u64;
-            devs[slot].room_waits += waits as u64;
-            devs[slot].passed_over += (use_gpu && gpu_err(Status::Unsupported)) as u64;
+            devs[slot].room_waits += waits[i] as u64;
+            devs[slot].passed_over += (use_gpu && gpu_err(&result, Status::Unsupported)) as u64;
         }
-        proved += result.is_ok() as usize;
         match result {
             Ok(proof) => back.proved(p, slot, times[i], proof),
-            Err(e) if waits => {
+            Err(_) if waits[i] => {
                 let work = works[i].take().expect("checked above");
-                waited += 1;
-                why.get_or_insert(e.message.clone());
                 back.wait_for_room(p, slot, work);
             }
             // A GPU error must not fail the job: GPU backends leave the work in place, and
@@ -266,9 +283,6 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
             }
             Err(e) => back.fail(p, slot, e),
         }
-    }
-    if backend.is_gpu() && use_gpu {
-        note_room(inner, d, waited, proved, why.as_deref());
     }
 }
 

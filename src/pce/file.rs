@@ -78,11 +78,7 @@ pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(15 *
 /// enough: a writer in another PID namespace, or on another host sharing the directory, has a
 /// PID this process cannot see. Returns how many it removed.
 pub fn remove_stale_temporaries(dir: &Path) -> usize {
-    remove_stale_temporaries_after(dir, STALE_AFTER)
-}
-
-/// [`remove_stale_temporaries`] with another age (tests).
-pub fn remove_stale_temporaries_after(dir: &Path, age: std::time::Duration) -> usize {
+    let age = STALE_AFTER;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
