@@ -4,7 +4,8 @@
 # scripts/build-baseline.sh). A run outlasts one device call (10 minutes), so it is started in
 # the background in its own session and polled:
 #   scripts/device-full.sh start PLAN   # PLAN: 32 (the 32 GiB run), 64 (the 64 GiB checks),
-#                                       # small (32 GiB within 24 and 16 GiB of device memory) or
+#                                       # small (32 GiB within 24 and 16 GiB of device memory;
+#                                       # LIMITS="16GiB 12GiB" for others) or
 #                                       # native (issue 25: witness CPU by path, 16 at once, and
 #                                       # the 32 GiB stream with native and witness synthesis)
 #                                       # or both (native, then small's 24 and 16 GiB limits)
@@ -126,7 +127,7 @@ case ${1:-} in
         stamp "32GiB parameters and recording"
         timed gen-32 $BIN --params-dir "$P" params gen --sector-size 32GiB $(rec_opt "$P"); head -20 "$W/gen-32.out"
         timed fixture-32 $BIN fixture --sector-size 32GiB --sector-id 1 --miner-id 1000 -o "$P/c1-32GiB.json"
-        limited 24GiB 16GiB none ;;
+        limited ${LIMITS:-24GiB 16GiB none} ;;
       native)
         # Issue 25: a partition's witness CPU by path (witness synthesis, native), 16 at once on
         # the 16 cores, on the 32 GiB partition and the scaled fixture (neither needs

@@ -251,10 +251,7 @@ impl Budget {
                         bytes >> 20,
                         st.resident >> 20,
                         if st.stuck > 0 {
-                            format!(
-                                " and {} MiB held by GPU calls given up on",
-                                st.stuck >> 20
-                            )
+                            format!(" and {} MiB held by GPU calls given up on", st.stuck >> 20)
                         } else {
                             String::new()
                         },
@@ -313,9 +310,7 @@ mod tests {
         let e = b.acquire(50, "partition", || None).unwrap_err();
         assert_eq!(e.status, Status::ResourceExhausted);
         assert!(e.message.contains("given up on"), "{e}");
-        let e = b
-            .acquire_priority(50, "retry", || 0, || None)
-            .unwrap_err();
+        let e = b.acquire_priority(50, "retry", || 0, || None).unwrap_err();
         assert_eq!(e.status, Status::ResourceExhausted);
         // The call returned: the request waits for the memory (given up here after a moment).
         drop(hold);

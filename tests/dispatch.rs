@@ -292,15 +292,28 @@ fn a_device_still_inside_a_call_given_up_on_stays_out_when_a_later_one_returns()
         let out = e.prove(req).unwrap();
         assert!(out.partitions[0].cpu_retry, "{:?}", out.partitions);
         let out_as = |d: usize| e.status().devices[d].out_of_service;
-        assert_eq!((out_as(0), out_as(1)), (Some(OutOfService::Hung), Some(OutOfService::Hung)));
+        assert_eq!(
+            (out_as(0), out_as(1)),
+            (Some(OutOfService::Hung), Some(OutOfService::Hung))
+        );
         assert!(e.status().memory_stuck > 0, "{:?}", e.status());
         // Call 2 returns: device 1 is up for a probe; device 0, still inside call 1, stays out.
         gates[1].open();
-        common::wait_until(60, "call 2 returned", || out_as(1) == Some(OutOfService::Faults));
-        assert_eq!(out_as(0), Some(OutOfService::Hung), "re-listed while still stuck");
+        common::wait_until(60, "call 2 returned", || {
+            out_as(1) == Some(OutOfService::Faults)
+        });
+        assert_eq!(
+            out_as(0),
+            Some(OutOfService::Hung),
+            "re-listed while still stuck"
+        );
         gates[0].open();
-        common::wait_until(60, "call 1 returned", || out_as(0) == Some(OutOfService::Faults));
-        common::wait_until(60, "the calls' memory back", || e.status().memory_stuck == 0);
+        common::wait_until(60, "call 1 returned", || {
+            out_as(0) == Some(OutOfService::Faults)
+        });
+        common::wait_until(60, "the calls' memory back", || {
+            e.status().memory_stuck == 0
+        });
     });
 }
 
@@ -370,7 +383,11 @@ fn a_gpu_without_room_for_longer_than_the_wait_sends_its_partition_to_the_cpu() 
             let t = Instant::now();
             let out = e.prove(req).unwrap();
             assert!(out.partitions[0].cpu_retry, "{:?}", out.partitions);
-            assert!(t.elapsed() >= Duration::from_secs(at_least), "{:?}", t.elapsed());
+            assert!(
+                t.elapsed() >= Duration::from_secs(at_least),
+                "{:?}",
+                t.elapsed()
+            );
             let dv = e.status().devices[0].clone();
             assert_eq!((dv.consecutive_failures, dv.enabled), (0, true), "{dv:?}");
             assert_eq!(dv.room_waits > 0, !wait.is_zero(), "{dv:?}");
@@ -396,7 +413,12 @@ fn a_gpu_that_can_never_hold_the_circuit_is_passed_over_at_once() {
             assert!(out.partitions[0].cpu_retry);
             let dv = e.status().devices[0].clone();
             assert_eq!(
-                (dv.passed_over, dv.room_waits, dv.consecutive_failures, dv.enabled),
+                (
+                    dv.passed_over,
+                    dv.room_waits,
+                    dv.consecutive_failures,
+                    dv.enabled
+                ),
                 (n, 0, 0, true),
                 "{dv:?}"
             );

@@ -230,9 +230,7 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
     // Room passing short (another process holds the device's memory): such a partition waits
     // for it in the queue, up to the configured time, rather than take minutes on the CPU.
     let room_wait = inner.cfg.gpu_room_wait.unwrap_or_default();
-    let gpu_err = |r: &Result<Proof<Bls12>>, s: Status| {
-        matches!(r, Err(e) if backend.is_gpu() && e.status == s)
-    };
+    let gpu_err = |r: &Result<Proof<Bls12>>, s: Status| matches!(r, Err(e) if backend.is_gpu() && e.status == s);
     let waits: Vec<bool> = results
         .iter()
         .zip(&parts)
@@ -439,18 +437,32 @@ impl Returned<'_> {
         complete(self.inner, &job, k, self.srs, proof, report);
     }
 
-    /// The GPU at `slot` had no room for partition `p` now: it goes back to the prover queue
-    /// with its work and memory, to wait for the room (the job fails only where the engine
-    /// was shut down meanwhile).
-    fn wait_for_room(&self, p: InFlight, slot: usize, work: Work) {
-        let inner = self.inner;
+    /// Partition `p` as a prover item again, with its work and memory.
+    fn item(&self, p: InFlight, work: Work, room_since: Option<Instant>) -> ProveItem {
         let InFlight {
             job,
             k,
             reservation,
             synth_end,
-            room_since,
+            ..
         } = p;
+        ProveItem {
+            job,
+            partition: k,
+            srs: self.srs.clone(),
+            work,
+            reservation: reservation.expect("a returned call gives its partitions' memory back"),
+            synth_end,
+            room_since,
+        }
+    }
+
+    /// The GPU at `slot` had no room for partition `p` now: it goes back to the prover queue
+    /// with its work and memory, to wait for the room (the job fails only where the engine
+    /// was shut down meanwhile).
+    fn wait_for_room(&self, p: InFlight, slot: usize, work: Work) {
+        let inner = self.inner;
+        let (job, k) = (p.job.clone(), p.k);
         emit(
             inner,
             EventKind::GpuEnd,
@@ -460,15 +472,8 @@ impl Returned<'_> {
             self.prove_ms,
             "no-room;wait",
         );
-        let item = ProveItem {
-            job: job.clone(),
-            partition: k,
-            srs: self.srs.clone(),
-            work,
-            reservation: reservation.expect("a returned call gives its partitions' memory back"),
-            synth_end,
-            room_since: Some(room_since.unwrap_or_else(Instant::now)),
-        };
+        let since = p.room_since.unwrap_or_else(Instant::now);
+        let item = self.item(p, work, Some(since));
         if inner.prove_q.push(job.key(k), item).is_err() {
             finish(
                 inner,
@@ -482,13 +487,7 @@ impl Returned<'_> {
     /// fails only where the engine was shut down meanwhile).
     fn retry_on_cpu(&self, p: InFlight, slot: usize, work: Work, e: Error, r: Fr, s: Fr) {
         let inner = self.inner;
-        let InFlight {
-            job,
-            k,
-            reservation,
-            synth_end,
-            ..
-        } = p;
+        let (job, k) = (p.job.clone(), p.k);
         log::warn!(
             "{}: partition {k} of job {} failed ({}): proving it on the CPU",
             inner.devices.lock()[slot].name,
@@ -506,17 +505,8 @@ impl Returned<'_> {
                 "failed;retry=cpu",
             );
         }
-        let reservation = reservation.expect("a returned call gives its partitions' memory back");
         let item = RetryItem {
-            item: ProveItem {
-                job: job.clone(),
-                partition: k,
-                srs: self.srs.clone(),
-                work,
-                reservation,
-                synth_end,
-                room_since: None,
-            },
+            item: self.item(p, work, None),
             slot,
             pickup: self.pickup,
             r,

@@ -107,7 +107,10 @@ fn waits_for_recording(inner: &Inner, id: &str, srs: &Srs) -> Option<&'static st
     if !inner.cfg.synthesis_mode().pre_compiled() {
         return None;
     }
-    if matches!(inner.pce.state(id), pce::PceState::Ready | pce::PceState::Failed(_)) {
+    if matches!(
+        inner.pce.state(id),
+        pce::PceState::Ready | pce::PceState::Failed(_)
+    ) {
         return None;
     }
     if inner.pce.file_of(id).is_file() {
@@ -152,9 +155,15 @@ fn wait_for_recording(
                 job.id,
                 file.display()
             );
-            inner.counters.recording_waits.fetch_add(1, Ordering::Relaxed);
+            inner
+                .counters
+                .recording_waits
+                .fetch_add(1, Ordering::Relaxed);
         }
-        match inner.pce.wait(id, deadline, || inner.give_up(job).is_some()) {
+        match inner
+            .pce
+            .wait(id, deadline, || inner.give_up(job).is_some())
+        {
             pce::PceState::Working if inner.give_up(job).is_some() => break,
             pce::PceState::Working => {
                 return Err(Error::new(

@@ -621,7 +621,10 @@ impl PceCache {
                  wrong assignment, for the second time ({why}); {file}. The circuit's code or \
                  every prover is at fault: full synthesis for this circuit until restart"
             );
-            slots.insert(id.to_string(), Slot::Failed(format!("distrusted twice: {why}")));
+            slots.insert(
+                id.to_string(),
+                Slot::Failed(format!("distrusted twice: {why}")),
+            );
         } else {
             log::error!(
                 "recording of circuit {id} gave a wrong assignment ({why}): {file}; it is \

@@ -45,7 +45,10 @@ pub fn ids_in(dir: &Path) -> Vec<String> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
-            let id = name.strip_prefix(&prefix)?.strip_suffix(&suffix)?.to_string();
+            let id = name
+                .strip_prefix(&prefix)?
+                .strip_suffix(&suffix)?
+                .to_string();
             (path(dir, &id) == e.path()).then_some(id)
         })
         .collect();
@@ -95,9 +98,8 @@ pub fn remove_stale_temporaries(dir: &Path) -> usize {
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|a| a >= age);
         // Opened (never created) for the lock only; closing it lets the lock go.
-        let unlocked = || {
-            std::fs::File::open(e.path()).is_ok_and(|f| crate::sys::os::try_lock_exclusive(&f))
-        };
+        let unlocked =
+            || std::fs::File::open(e.path()).is_ok_and(|f| crate::sys::os::try_lock_exclusive(&f));
         if pid != std::process::id()
             && !crate::sys::os::process_may_run(pid)
             && old

@@ -572,7 +572,6 @@ mod tests {
     /// recorded again.
     #[test]
     fn a_recording_file_whose_densities_disagree_with_the_parameters_is_recorded_again() {
-        use crate::budget::Budget;
         let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
         let expect = Expect::given_by(&made);
         let dir = tempfile::tempdir().unwrap();
@@ -595,20 +594,7 @@ mod tests {
         file::save(&wrong, &path).unwrap();
         assert!(file::load(&path, "toy", Some((made.inputs, made.aux))).is_ok());
         assert!(expect.mismatch(&wrong).unwrap().contains("A and B queries"));
-
-        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(1 << 30));
-        let room = Room {
-            recording: 1,
-            partition: 1,
-        };
-        let got = cache
-            .load_or_record("toy", expect, room, |_| {
-                RecordingCS::record(Toy(None), "toy", None).map_err(|e| e.to_string())
-            })
-            .unwrap();
-        assert!(got.rec == made, "the wrong file was used");
-        let st = cache.stats();
-        assert_eq!((st.rejected_files, st.recorded, st.loaded), (1, 1, 0));
+        recorded_again_over(dir.path(), &made);
         // The file saved in its place is the right one.
         let again = file::load(&path, "toy", Some((made.inputs, made.aux))).unwrap();
         assert!(expect.mismatch(&again).is_none());
@@ -620,7 +606,6 @@ mod tests {
     /// matrices: such a file is rejected and the circuit recorded again.
     #[test]
     fn a_recording_file_with_permuted_density_bits_is_recorded_again() {
-        use crate::budget::Budget;
         let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
         assert!(made.density_mismatch().is_none());
         let expect = Expect::given_by(&made);
@@ -637,17 +622,23 @@ mod tests {
         assert!(expect.mismatch(&wrong).is_none(), "the counts are kept");
         assert!(wrong.density_mismatch().unwrap().contains("A aux"));
         file::save(&wrong, &path).unwrap();
-        let cache = PceCache::new(dir.path().to_path_buf(), Budget::new(1 << 30));
+        recorded_again_over(dir.path(), &made);
+    }
+
+    /// A cache in `dir`, whose recording file of "toy" is a wrong one, asked for the circuit:
+    /// the file is refused and the circuit recorded again (`made`, what recording gives).
+    fn recorded_again_over(dir: &std::path::Path, made: &Recording) {
+        let cache = PceCache::new(dir.to_path_buf(), crate::budget::Budget::new(1 << 30));
         let room = Room {
             recording: 1,
             partition: 1,
         };
         let got = cache
-            .load_or_record("toy", expect, room, |_| {
+            .load_or_record("toy", Expect::given_by(made), room, |_| {
                 RecordingCS::record(Toy(None), "toy", None).map_err(|e| e.to_string())
             })
             .unwrap();
-        assert!(got.rec == made, "the permuted file was used");
+        assert!(got.rec == *made, "the wrong file was used");
         let st = cache.stats();
         assert_eq!((st.rejected_files, st.recorded, st.loaded), (1, 1, 0));
     }

@@ -203,7 +203,10 @@ impl ProverBackend for CuzkGpuProver {
                 Ok(_) => any = true,
                 Err(e) => {
                     let params = e.status == Status::Params;
-                    if first.as_ref().is_none_or(|f| params && f.status != Status::Params) {
+                    if first
+                        .as_ref()
+                        .is_none_or(|f| params && f.status != Status::Params)
+                    {
                         first = Some(e);
                     }
                 }

@@ -78,7 +78,9 @@ impl CuzkGpuProver {
     }
 
     /// Proves `items` on GPU `g` in turn, each partition's upload (`upload(i)`, on a thread of
-    /// its own) overlapping the previous one's kernels.
+    /// its own) overlapping the previous one's kernels, where the GPU's plan keeps two stages.
+    /// A plan of one stage (the smallest cards) uploads after the previous partition's kernels:
+    /// an overlapping upload would take a second stage the plan did not count.
     pub(super) fn pipeline<U>(
         &self,
         g: usize,
@@ -102,6 +104,18 @@ impl CuzkGpuProver {
             .in_call
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let _in_call = InCall(&self.gpus[g].in_call);
+        let prove = |i: usize, up: Result<(Arc<Loaded>, Stage)>| {
+            let mut t = StageTimes::default();
+            let r = up.and_then(|(loaded, mut stage)| {
+                let r = self.compute(g, &loaded, &mut stage, srs, rs[i], ss[i], &mut t);
+                self.put_back(g, &loaded, stage);
+                r
+            });
+            (i, r, t)
+        };
+        if self.loaded(g, srs).is_ok_and(|l| l.plan.stages < 2) {
+            return items.into_iter().map(|i| prove(i, upload(i))).collect();
+        }
         let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<(Arc<Loaded>, Stage)>)>(0);
         let upload = &upload;
         std::thread::scope(|sc| {
@@ -112,17 +126,7 @@ impl CuzkGpuProver {
                     }
                 }
             });
-            let mut out = Vec::new();
-            for (i, up) in rx {
-                let mut t = StageTimes::default();
-                let r = up.and_then(|(loaded, mut stage)| {
-                    let r = self.compute(g, &loaded, &mut stage, srs, rs[i], ss[i], &mut t);
-                    self.put_back(g, &loaded, stage);
-                    r
-                });
-                out.push((i, r, t));
-            }
-            out
+            rx.into_iter().map(|(i, up)| prove(i, up)).collect()
         })
     }
 
