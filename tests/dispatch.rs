@@ -317,6 +317,61 @@ fn a_device_still_inside_a_call_given_up_on_stays_out_when_a_later_one_returns()
     });
 }
 
+/// Issue 43 item 4: the probe that decides whether a device out for faults comes back ran
+/// unwatched on the backend's prover worker: a probe that did not return (a wedged device)
+/// stalled every later job of the backend. It runs under the watchdog now: given up, the
+/// device stays out (hung), the worker proves on the other device, and once the probe
+/// returns the device is probed again.
+#[test]
+fn a_probe_that_does_not_return_is_given_up_and_the_worker_goes_on() {
+    use cuzk::engine::OutOfService;
+    use std::time::Duration;
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let state = SimState::dummy_on(2, Vec::new());
+    // Device 0 (where a one-partition job goes) fails until it is out for faults.
+    state.fail_next[0].store(cuzk::engine::DEVICE_FAILURE_LIMIT as u64, Ordering::SeqCst);
+    let gate: Arc<common::Gate> = Arc::default();
+    state.probe_gates.lock().unwrap().push(gate.clone());
+    let (e, _) = one_sim_gpu_stub_cpu(
+        state,
+        Config {
+            gpu_call_timeout: Some(Duration::from_secs(2)),
+            device_cooldown: Duration::from_millis(100),
+            ..Config::default()
+        },
+    );
+    let req = request(&spec, &c1, FixtureShape::default());
+    common::within(600, "a probe that does not return", move || {
+        let _opens = common::Opens(gate.clone());
+        for _ in 0..cuzk::engine::DEVICE_FAILURE_LIMIT {
+            assert!(e.prove(req.clone()).unwrap().partitions[0].cpu_retry);
+        }
+        let out_as = |d: usize| e.status().devices[d].out_of_service;
+        assert_eq!(out_as(0), Some(OutOfService::Faults));
+        std::thread::sleep(Duration::from_millis(200));
+        // The next call probes device 0 first: the probe hangs, is given up, the job proves
+        // on device 1.
+        let id = e.submit(req.clone()).unwrap();
+        let out = e.await_job(id, Some(Duration::from_secs(60))).unwrap();
+        assert_eq!(
+            (out.partitions[0].cpu_retry, out.partitions[0].device),
+            (false, 1),
+            "{:?}",
+            out.partitions
+        );
+        assert_eq!(out_as(0), Some(OutOfService::Hung));
+        assert_eq!(e.status().devices[0].hung_calls, 1);
+        // The probe returns: device 0 is probed again after the cool-down, and comes back.
+        gate.open();
+        common::wait_until(60, "the probe returned", || {
+            out_as(0) == Some(OutOfService::Faults)
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        e.prove(req.clone()).unwrap();
+        common::wait_until(60, "device 0 back", || e.status().devices[0].enabled);
+    });
+}
+
 /// Issue 43 item 2: a GPU without room for a partition at that moment (another process holds
 /// its memory) sent the partition to the CPU at once (minutes at 2^27, where the room comes
 /// back in seconds). The partition now waits in the queue, the call is tried again with a

@@ -10,7 +10,10 @@
 //! nothing can be asked of it meanwhile; once the call returns it is out as for faults (probed
 //! after the cool-down).
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use super::{config::MAX_DEVICE_COOLDOWN, Engine, Inner};
 use crate::error::{Error, Result, Status};
@@ -213,9 +216,15 @@ pub(super) fn returned_late(inner: &Inner, d: usize, subs: &[usize]) {
     }
 }
 
+/// The watchdog's key for probes (`watchdog::watched`'s parameter instance): their times are
+/// kept apart from any circuit's calls.
+const PROBE_KEY: u64 = u64::MAX;
+
 /// Probes the devices of backend `d` whose cool-down has passed, and puts back those that
-/// pass. Called by the backend's prover worker before each call.
-pub(super) fn readmit_due(inner: &Inner, d: usize) {
+/// pass. Called by the backend's prover worker before each call. Each probe runs under the
+/// GPU-call watchdog: a probe that does not return (a wedged device) is given up, its device
+/// stays out (hung, probed again once the probe returns) and the worker goes on.
+pub(super) fn readmit_due(inner: &Arc<Inner>, d: usize) {
     let n = inner.backends[d].devices().len();
     let now = Instant::now();
     for sub in 0..n {
@@ -224,7 +233,14 @@ pub(super) fn readmit_due(inner: &Inner, d: usize) {
         if !due {
             continue;
         }
-        match inner.backends[d].probe(sub) {
+        let probed = super::watchdog::watched(inner, d, PROBE_KEY, &[sub], 0, move |i| {
+            i.backends[d].probe(sub)
+        });
+        let Some(probed) = probed else {
+            // Given up: out as hung (`watchdog::watched`), probed again once it returns.
+            continue;
+        };
+        match probed {
             Ok(()) => {
                 if set_device(inner, d, sub, true, OutOfService::Faults) {
                     inner.devices.lock()[slot].readmissions += 1;

@@ -71,6 +71,8 @@ pub struct SimState {
     pub fail_next: Vec<AtomicU64>,
     /// Answers of `probe` (pass or fail), in turn; Ok once used up.
     pub probes: Mutex<Vec<bool>>,
+    /// Gates the next probes wait at, in turn (a probe that does not return until opened).
+    pub probe_gates: Mutex<Vec<Arc<Gate>>>,
     /// Errors `prepare` answers with, in turn (before doing what `params` says); none once
     /// used up.
     pub prepare_errors: Mutex<Vec<Status>>,
@@ -95,6 +97,7 @@ impl SimState {
             gates: Vec::new(),
             fail_next: (0..n).map(|_| AtomicU64::new(0)).collect(),
             probes: Mutex::default(),
+            probe_gates: Mutex::default(),
             prepare_errors: Mutex::default(),
             calls: Mutex::default(),
             log: Mutex::default(),
@@ -188,6 +191,13 @@ impl ProverBackend for SimGpus {
         }
     }
     fn probe(&self, _: usize) -> cuzk::Result<()> {
+        let gate = {
+            let mut gates = self.0.probe_gates.lock().unwrap();
+            (!gates.is_empty()).then(|| gates.remove(0))
+        };
+        if let Some(g) = gate {
+            g.wait();
+        }
         let mut p = self.0.probes.lock().unwrap();
         if !p.is_empty() && !p.remove(0) {
             return Err(cuzk::Error::proving("sim: probe failed"));
