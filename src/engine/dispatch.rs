@@ -53,7 +53,7 @@ const ROOM_MAX_WAIT: Duration = Duration::from_secs(8);
 const ROOM_LOG_EVERY: Duration = Duration::from_secs(30);
 
 /// Sleeps until backend `d`'s wait for room ends (or the engine stops).
-fn wait_for_room(inner: &Inner, d: usize) {
+fn pause_while_no_room(inner: &Inner, d: usize) {
     let Some(until) = inner.room_wait[d].lock().until else {
         return;
     };
@@ -103,7 +103,7 @@ fn note_room(inner: &Inner, d: usize, waited: usize, proved: usize, why: Option<
 pub(super) fn prove_worker(inner: &Arc<Inner>, d: usize) {
     let backend = &inner.backends[d];
     while let Some((_, first)) = inner.prove_q.pop() {
-        wait_for_room(inner, d);
+        pause_while_no_room(inner, d);
         // A multi-GPU backend takes one ready partition per usable device (same parameters).
         let mut items = vec![first];
         let mut jobs = Vec::new();

@@ -3,7 +3,10 @@
 //! partition's job (PANIC) and the worker goes on with the next one.
 
 use std::{
-    sync::{atomic::Ordering, Arc},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
     time::Instant,
 };
 
@@ -82,15 +85,23 @@ pub(super) fn plan(inner: &Inner, id: &str, srs: &Srs) -> Plan {
     Plan { held, path }
 }
 
+/// What records `circuits`' circuit for the recordings' cache (giving up once its flag turns
+/// true).
+fn recorder(
+    circuits: &Arc<dyn SealCircuits>,
+) -> impl FnOnce(Arc<AtomicBool>) -> std::result::Result<pce::Recording, String> + Send + 'static {
+    let c = circuits.clone();
+    move |abort| c.record(Some(abort)).map_err(|e| e.message)
+}
+
 /// Starts loading (or else recording) the circuit's recording on a thread of its own, unless
 /// that is done or under way.
 fn start_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, srs: &Srs) {
-    let c = circuits.clone();
     inner.pce.start(
         circuits.params_id(),
         pce::Expect::of(srs),
         recording_room(inner, srs),
-        move |abort| c.record(Some(abort)).map_err(|e| e.message),
+        recorder(circuits),
     );
 }
 
@@ -212,12 +223,11 @@ pub(super) fn preload_recordings(inner: &Inner) {
 
 /// Loads (or records) the circuit's recording on this thread (preload).
 pub(super) fn load_recording(inner: &Inner, circuits: &Arc<dyn SealCircuits>, srs: &Srs) {
-    let c = circuits.clone();
     let _ = inner.pce.load_or_record(
         circuits.params_id(),
         pce::Expect::of(srs),
         recording_room(inner, srs),
-        move |abort| c.record(Some(abort)).map_err(|e| e.message),
+        recorder(circuits),
     );
 }
 

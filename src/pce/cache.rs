@@ -246,25 +246,36 @@ impl PceCache {
         room: Room,
         record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String> + Send + 'static,
     ) {
-        if !self.claim(id) {
-            return;
+        if self.claim(id) && !self.spawn_fill(id, "cuzk-pce", expect, room, Some(record)) {
+            // Not left `Working`: tried again later.
+            self.set(id, Slot::NotNow(Instant::now()));
         }
-        let me = self.clone();
-        let id_of_claim = id;
-        let id = id.to_string();
+    }
+
+    /// Runs [`Self::fill_caught`] for `id` (claimed by the caller) on a thread of its own,
+    /// joined at shutdown; false where no thread could be started.
+    fn spawn_fill(
+        self: &Arc<Self>,
+        id: &str,
+        name: &str,
+        expect: Expect,
+        room: Room,
+        record: Option<impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String> + Send + 'static>,
+    ) -> bool {
+        let (me, owned) = (self.clone(), id.to_string());
         let spawned = std::thread::Builder::new()
-            .name("cuzk-pce".into())
-            .spawn(move || me.fill_caught(&id, expect, room, Some(record)));
+            .name(name.into())
+            .spawn(move || me.fill_caught(&owned, expect, room, record));
         match spawned {
             Ok(h) => {
                 let mut threads = self.threads.lock();
                 threads.retain(|t| !t.is_finished());
                 threads.push(h);
+                true
             }
             Err(e) => {
-                // Not left `Working`: tried again later.
-                log::warn!("cannot start a recording thread: {e}");
-                self.set(id_of_claim, Slot::NotNow(Instant::now()));
+                log::warn!("cannot start a thread to load or record circuit {id}: {e}");
+                false
             }
         }
     }
@@ -283,10 +294,10 @@ impl PceCache {
         if self.claim(id) {
             self.fill_caught(id, expect, room, Some(record));
         } else {
-            // Another thread is at it: wait for it.
-            while self.state(id) == PceState::Working {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            // Another thread is at it: wait for it (as long as it takes).
+            while self.wait(id, Instant::now() + Duration::from_secs(3600), || false)
+                == PceState::Working
+            {}
         }
         self.get(id).ok_or_else(|| self.state(id))
     }
@@ -299,23 +310,11 @@ impl PceCache {
         if !file::path(&self.dir, id).is_file() || !self.claim(id) {
             return false;
         }
-        let (me, owned) = (self.clone(), id.to_string());
-        let spawned = std::thread::Builder::new()
-            .name("cuzk-pce-load".into())
-            .spawn(move || me.fill_caught(&owned, expect, room, None::<Recorder>));
-        match spawned {
-            Ok(h) => {
-                let mut threads = self.threads.lock();
-                threads.retain(|t| !t.is_finished());
-                threads.push(h);
-                true
-            }
-            Err(e) => {
-                log::warn!("cannot start a thread to load a recording: {e}");
-                self.clear(id);
-                false
-            }
+        let started = self.spawn_fill(id, "cuzk-pce-load", expect, room, None::<Recorder>);
+        if !started {
+            self.clear(id);
         }
+        started
     }
 
     /// [`Self::fill`], where a panic (the circuit's own code, a bug) leaves the circuit to be
