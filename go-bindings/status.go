@@ -98,8 +98,12 @@ type EngineStatus struct {
 	NativeDistrusted uint64 `json:"native_distrusted"`
 	// RecordingWaits counts partitions that waited for their circuit's recording (being
 	// loaded or made) rather than synthesize in full.
-	RecordingWaits uint64   `json:"recording_waits"`
-	Devices        []Device `json:"devices"`
+	RecordingWaits uint64 `json:"recording_waits"`
+	// CPUFallbackUnfit lists the parameter ids in use whose partitions, sent to the CPU (a
+	// fallback from the GPUs), could not reserve their host memory beside what is held now:
+	// such a partition would fail its job (see Admission.CPUFallbackFits).
+	CPUFallbackUnfit []string `json:"cpu_fallback_unfit"`
+	Devices          []Device `json:"devices"`
 }
 
 func (e *Engine) metrics(format uint32) ([]byte, error) {
@@ -191,6 +195,14 @@ type Admission struct {
 	FreeBytes      uint64
 	// JobSlots: jobs that may still be submitted before Config.MaxJobs.
 	JobSlots uint64
+	// CPUFallbackBytes: host bytes a partition of the type sent to the CPU (a fallback from
+	// the GPUs) would reserve beyond what is reserved now (its full assignment, and the full
+	// parameters where the CPU's copy is not loaded: a second copy beside a streamed card's
+	// pinned one); 0 where no GPU proves. CPUFallbackFits: whether they could ever be
+	// reserved beside what is not given back meanwhile; false: such a partition would fail
+	// its job with ErrResourceExhausted.
+	CPUFallbackBytes uint64
+	CPUFallbackFits  bool
 }
 
 // AdmissionOptions refine [Engine.Admission].
@@ -228,6 +240,8 @@ func (e *Engine) Admission(proofType abi.RegisteredSealProof, opt AdmissionOptio
 		QueuedBytes:      uint64(a.queued_bytes),
 		FreeBytes:        uint64(a.free_bytes),
 		JobSlots:         uint64(a.job_slots),
+		CPUFallbackBytes: uint64(a.cpu_fallback_bytes),
+		CPUFallbackFits:  a.cpu_fallback_fits != 0,
 	}, nil
 }
 

@@ -535,6 +535,19 @@ typedef struct cuzk_admission {
    * Jobs that may still be submitted before `max_jobs`.
    */
   uint64_t job_slots;
+  /**
+   * Host bytes a partition of the type sent to the CPU (a fallback from the GPUs) would
+   * reserve beyond what is reserved now: its full assignment, and the full parameters
+   * where the CPU's copy is not loaded (a second copy beside a streamed card's pinned one).
+   * 0 where no GPU proves. (Appended: absent from the first header's 72 bytes.)
+   */
+  uint64_t cpu_fallback_bytes;
+  /**
+   * 1 where those bytes could ever be reserved beside what is not given back meanwhile
+   * (resident parameter sets, a GPU prover's kept copy); 0: such a partition would fail
+   * its job with `CUZK_STATUS_RESOURCE_EXHAUSTED`.
+   */
+  uint8_t cpu_fallback_fits;
 } cuzk_admission;
 
 #ifdef __cplusplus

@@ -372,6 +372,47 @@ fn a_probe_that_does_not_return_is_given_up_and_the_worker_goes_on() {
     });
 }
 
+/// Issue 43 item 4: a GPU's parameter placement (`prepare`) ran unwatched on a synthesis
+/// worker: one that did not return (a wedged device) stalled the job for good. It runs under
+/// the watchdog now: given up, the device goes out (hung) and the job is proved on the CPU;
+/// once the placement returns, the device is probed and comes back.
+#[test]
+fn a_placement_that_does_not_return_is_given_up_and_the_job_goes_on() {
+    use cuzk::engine::OutOfService;
+    use std::time::Duration;
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let state = SimState::dummy(1, Vec::new());
+    let gate: Arc<common::Gate> = Arc::default();
+    state.prepare_gates.lock().unwrap().push(gate.clone());
+    let (e, _) = one_sim_gpu_stub_cpu(
+        state,
+        Config {
+            gpu_call_timeout: Some(Duration::from_secs(2)),
+            device_cooldown: Duration::from_millis(100),
+            ..Config::default()
+        },
+    );
+    let req = request(&spec, &c1, FixtureShape::default());
+    common::within(300, "a placement that does not return", move || {
+        let _opens = common::Opens(gate.clone());
+        let out = e.prove(req.clone()).unwrap();
+        assert!(out.partitions[0].cpu_retry, "{:?}", out.partitions);
+        let out_as = |d: usize| e.status().devices[d].out_of_service;
+        assert_eq!(out_as(0), Some(OutOfService::Hung));
+        assert_eq!(e.status().devices[0].hung_calls, 1);
+        // The placement returns: the device is probed after the cool-down, and comes back.
+        gate.open();
+        common::wait_until(60, "the placement returned", || {
+            out_as(0) == Some(OutOfService::Faults)
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        e.prove(req.clone()).unwrap();
+        common::wait_until(60, "device 0 back", || e.status().devices[0].enabled);
+        let out = e.prove(req.clone()).unwrap();
+        assert!(!out.partitions[0].cpu_retry, "{:?}", out.partitions);
+    });
+}
+
 /// Issue 43 item 2: a GPU without room for a partition at that moment (another process holds
 /// its memory) sent the partition to the CPU at once (minutes at 2^27, where the room comes
 /// back in seconds). The partition now waits in the queue, the call is tried again with a
@@ -887,6 +928,52 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
             .status,
         Status::NotRunning
     );
+}
+
+/// Issue 43 item 7: a GPU prover that keeps a copy of the parameters in host memory (a
+/// streamed card's pinned bases) leaves a partition sent to the CPU (a fallback) needing a
+/// second full copy; where the budget cannot hold it beside the first, that partition failed
+/// its job, and nothing said so before. Admission (`cpu_fallback_bytes`, `cpu_fallback_fits`)
+/// and status (`cpu_fallback_unfit`, a metric) show it before any job needs it.
+#[test]
+fn admission_and_status_show_a_cpu_fallback_that_cannot_fit_beside_a_kept_copy() {
+    let (spec, rep, c1) = common::fixture(FixtureShape::default());
+    let (file, part, cpu) = sizes_and_cpu(&rep);
+    let small = file + 2 * part;
+    assert!(
+        2 * file + cpu > small,
+        "the fixture's sizes make this test vacuous"
+    );
+    for (budget, fits) in [(small, false), (2 * file + cpu, true)] {
+        let sim = Arc::new(SimState::dummy(1, vec![]));
+        let e = sim_engine(
+            &sim,
+            Config {
+                memory_budget: budget,
+                ..Config::default()
+            },
+        );
+        let proof = spec.proof;
+        let req = request(&spec, &c1, FixtureShape::default());
+        common::within(600, "a CPU fallback beside a kept copy", move || {
+            let ask = || e.admission(proof, FixtureShape::default(), 0).unwrap();
+            // Before any job: the GPU's copy is still to be made.
+            let a = ask();
+            assert!(a.admit, "{a:?}");
+            assert_eq!((a.cpu_fallback_bytes, a.cpu_fallback_fits), (file + cpu, fits));
+            e.prove(req).unwrap();
+            // The GPU's copy is held now: the same answer, and the status names the set.
+            let a = ask();
+            assert_eq!((a.cpu_fallback_bytes, a.cpu_fallback_fits), (file + cpu, fits));
+            let st = e.status();
+            assert_eq!(st.cpu_fallback_unfit.len(), !fits as usize, "{st:?}");
+            assert!(st.prometheus().contains(&format!(
+                "cuzk_params_cpu_fallback_unfit {}",
+                !fits as u8
+            )));
+            e.shutdown().unwrap();
+        });
+    }
 }
 
 /// A GPU prover that reads the parameters only to copy them to the device (cuzk's own) needs

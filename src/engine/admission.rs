@@ -19,10 +19,10 @@
 
 use std::collections::HashMap;
 
-use super::{synth, Engine};
+use super::{synth, Engine, Inner};
 use crate::{
     error::{Error, Result, Status},
-    params::Srs,
+    params::{HostPath, Srs},
     porep::{self, FixtureShape},
 };
 
@@ -70,6 +70,16 @@ pub struct Admission {
     pub free_bytes: u64,
     /// Jobs that may still be submitted before `max_jobs`.
     pub job_slots: u64,
+    /// Host bytes a partition of this type sent to the CPU would reserve beyond what is
+    /// reserved now (where GPUs prove: a fallback after a fault, a self-check failure, a card
+    /// too small or without room for long): its full assignment, and the full parameters
+    /// where the CPU's copy is not loaded (a second copy beside a streamed card's pinned
+    /// one). 0 where no GPU proves (the CPU is then the path itself, counted above).
+    pub cpu_fallback_bytes: u64,
+    /// Whether those bytes could ever be reserved beside what is never given back meanwhile
+    /// (resident parameter sets, a GPU prover's kept copy, memory held by calls given up
+    /// on). False: such a partition would fail its job with RESOURCE_EXHAUSTED.
+    pub cpu_fallback_fits: bool,
 }
 
 impl Engine {
@@ -138,6 +148,7 @@ impl Engine {
         } else {
             AdmissionReason::Ok
         };
+        let (cpu_fallback_bytes, cpu_fallback_fits) = cpu_fallback(i, &srs).unwrap_or((0, true));
         Ok(Admission {
             admit: reason == AdmissionReason::Ok,
             reason,
@@ -149,6 +160,8 @@ impl Engine {
             queued_bytes,
             free_bytes,
             job_slots,
+            cpu_fallback_bytes,
+            cpu_fallback_fits,
         })
     }
 
@@ -191,6 +204,32 @@ impl Engine {
         self.inner.params_ids.lock().insert(key, id.clone());
         Ok(id)
     }
+}
+
+/// What a partition of `srs` proved on the CPU would still reserve in host memory (its full
+/// assignment, the full parameters where the CPU's copy is not loaded), and whether that
+/// could ever fit in the budget beside what is not given back meanwhile: the resident
+/// parameter sets, the copy a GPU prover not yet prepared would keep, the memory of calls
+/// given up on. None where no GPU proves.
+pub(super) fn cpu_fallback(i: &Inner, srs: &Srs) -> Option<(u64, bool)> {
+    if !i.backends.iter().any(|b| b.is_gpu()) {
+        return None;
+    }
+    let params = if srs.host_resident() { 0 } else { srs.file_len };
+    let need = params + srs.size.host_bytes(HostPath::Cpu);
+    let unprepared = !i.prepared.lock().contains(&srs.generation);
+    let gpu_copy = if unprepared
+        && i
+            .backends
+            .iter()
+            .any(|b| b.is_gpu() && b.keeps_host_copy())
+    {
+        srs.file_len
+    } else {
+        0
+    };
+    let held = i.budget.resident() + i.budget.stuck() + gpu_copy;
+    Some((need, need + held <= i.budget.total()))
 }
 
 /// `RegisteredSealProof` from its number in Filecoin's actors and filecoin-ffi

@@ -233,7 +233,7 @@ pub(super) fn readmit_due(inner: &Arc<Inner>, d: usize) {
         if !due {
             continue;
         }
-        let probed = super::watchdog::watched(inner, d, PROBE_KEY, &[sub], 0, move |i| {
+        let probed = super::watchdog::watched(inner, d, PROBE_KEY, &[sub], 0, Duration::ZERO, move |i| {
             i.backends[d].probe(sub)
         });
         let Some(probed) = probed else {

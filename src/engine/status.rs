@@ -96,6 +96,11 @@ pub struct EngineStatus {
     /// Partitions that waited for their circuit's recording (being loaded or made) rather
     /// than synthesize in full.
     pub recording_waits: u64,
+    /// Parameter sets in use whose partitions, sent to the CPU (a fallback from the GPUs),
+    /// could not reserve their host memory beside what is never given back meanwhile (a
+    /// streamed card's pinned copy, resident sets): such a partition would fail its job with
+    /// RESOURCE_EXHAUSTED. Admission says the same per proof type (`cpu_fallback_fits`).
+    pub cpu_fallback_unfit: Vec<String>,
     pub devices: Vec<DeviceStatus>,
 }
 
@@ -252,6 +257,13 @@ impl EngineStatus {
             "Parameter sets in memory.",
             &one(self.resident_params.len() as f64),
         );
+        metric(
+            "cuzk_params_cpu_fallback_unfit",
+            "gauge",
+            "Parameter sets whose partitions could not be proved on the CPU beside the memory \
+             held now (a fallback from the GPUs would fail).",
+            &one(self.cpu_fallback_unfit.len() as f64),
+        );
         let dev = |f: &dyn Fn(&DeviceStatus) -> f64| -> Vec<(String, f64)> {
             self.devices
                 .iter()
@@ -383,6 +395,13 @@ impl Engine {
             native_distrusted: i.counters.native_distrusted.load(Ordering::Relaxed),
             recording_waits: i.counters.recording_waits.load(Ordering::Relaxed),
             resident_params: i.srs.resident(),
+            cpu_fallback_unfit: i
+                .srs
+                .ready()
+                .into_iter()
+                .filter(|(_, srs)| super::admission::cpu_fallback(i, srs).is_some_and(|(_, fits)| !fits))
+                .map(|(id, _)| id)
+                .collect(),
             devices,
         }
     }

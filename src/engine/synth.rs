@@ -7,7 +7,7 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Arc,
     },
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use blstrs::Scalar as Fr;
@@ -383,20 +383,55 @@ pub(super) fn host_assignment(
         .map(|a| (a, "full;pce-rejected"))
 }
 
+/// The watchdog's key for parameter placements (`watchdog::watched`'s parameter instance):
+/// their times are kept apart from any circuit's calls.
+const PREPARE_KEY: u64 = u64::MAX - 1;
+/// The slowest read of a parameter file a GPU's placement is allowed beyond the GPU-call
+/// timeout, in bytes per second (a cold 47 GB file: about 7.5 minutes more).
+const SLOWEST_READ: u64 = 100 << 20;
+
 /// Lets every backend load a circuit's parameters the first time they are used (each checked
 /// instance of a parameter file once).
 ///
 /// Only a bad parameter file (PARAMS) fails the job: no prover can use it. A GPU without room
 /// now (another process holds its memory, the budget is busy) or ever (a card too small) is
 /// passed by: its partitions wait for its room at the prover, or go to the other devices or
-/// the CPU; `prepare` is tried again for the next partition.
-pub(super) fn prepare_backends(inner: &Inner, srs: &Srs) -> Result<()> {
+/// the CPU; `prepare` is tried again for the next partition. A GPU backend's placement runs
+/// under the GPU-call watchdog, its deadline grown by the file's read at [`SLOWEST_READ`]: a
+/// placement that does not return (a wedged device) is given up, its devices go out of
+/// service (hung) and the job goes on without them.
+pub(super) fn prepare_backends(inner: &Arc<Inner>, srs: &Arc<Srs>) -> Result<()> {
     if inner.prepared.lock().contains(&srs.generation) {
         return Ok(());
     }
     let mut all = true;
-    for b in &inner.backends {
-        match b.prepare(srs) {
+    for (d, b) in inner.backends.iter().enumerate() {
+        let n = b.devices().len();
+        let placed: Vec<usize> = {
+            let devs = inner.devices.lock();
+            (0..n)
+                .filter(|&sub| devs[inner.slot_base[d] + sub].enabled)
+                .collect()
+        };
+        let res = if !b.is_gpu() || n == 0 {
+            b.prepare(srs)
+        } else if placed.is_empty() {
+            // Every device out of service: prepared once one comes back.
+            all = false;
+            continue;
+        } else {
+            let extra = Duration::from_secs(srs.file_len / SLOWEST_READ);
+            let s = srs.clone();
+            super::watchdog::watched(inner, d, PREPARE_KEY, &placed, 0, extra, move |i| {
+                i.backends[d].prepare(&s)
+            })
+            .unwrap_or_else(|| {
+                Err(Error::proving(
+                    "placing them on the GPU was past its deadline: given up",
+                ))
+            })
+        };
+        match res {
             Ok(()) => {}
             Err(e) if e.status == Status::Params => return Err(e),
             Err(e) => {
@@ -420,6 +455,16 @@ pub(super) fn prepare_backends(inner: &Inner, srs: &Srs) -> Result<()> {
     }
     if all {
         inner.prepared.lock().insert(srs.generation);
+        if let Some((need, false)) = super::admission::cpu_fallback(inner, srs) {
+            log::warn!(
+                "{}: a partition sent to the CPU (a fallback from the GPUs) would need {} MiB \
+                 of host memory, which cannot fit in the {} MiB memory budget beside what the \
+                 provers hold: it would fail its job (status cpu_fallback_unfit)",
+                srs.path.display(),
+                need >> 20,
+                inner.budget.total() >> 20
+            );
+        }
     }
     Ok(())
 }

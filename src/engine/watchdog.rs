@@ -65,7 +65,8 @@ struct Shared<T> {
 /// `placed` are the devices (indices into the backend's `devices()`) the call's partitions
 /// were placed on, `generation` the parameter instance it proves, `held` the bytes of the memory
 /// budget the call holds (its partitions'; counted as never coming back while a call given up
-/// on runs, `Budget::hold_stuck`). Returns the call's output,
+/// on runs, `Budget::hold_stuck`), `extra` time the call is allowed beyond the usual deadline
+/// (a parameter placement's read). Returns the call's output,
 /// or None where the watchdog gave it up (its devices are then out of service; `call`'s
 /// output is dropped when it returns). With the watchdog off, or where no thread can be
 /// started, the call runs on this thread.
@@ -75,6 +76,7 @@ pub(super) fn watched<T: Send + 'static>(
     generation: u64,
     placed: &[usize],
     held: u64,
+    extra: Duration,
     call: impl FnOnce(&Inner) -> T + Send + 'static,
 ) -> Option<T> {
     let allowance = inner.cfg.gpu_call_timeout.unwrap_or_default();
@@ -86,7 +88,8 @@ pub(super) fn watched<T: Send + 'static>(
     devices.dedup();
     let per_device = placed.len().div_ceil(devices.len().max(1)).max(1) as u32;
     let key = (d, generation);
-    let deadline = Instant::now() + allowance + inner.call_times.expected(key) * SLACK * per_device;
+    let deadline =
+        Instant::now() + allowance + extra + inner.call_times.expected(key) * SLACK * per_device;
 
     let shared = Arc::new(Shared {
         state: Mutex::new(State::Running),

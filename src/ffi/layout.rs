@@ -41,7 +41,8 @@ mod v1_layouts {
         later {});
     pinned_v1!(cuzk_admission, 72, { struct_size @ 0, admit @ 4, reason @ 8,
         partitions_per_job @ 12, partitions_fit @ 16, jobs_fit @ 24, partition_bytes @ 32,
-        params_bytes @ 40, queued_bytes @ 48, free_bytes @ 56, job_slots @ 64 } later {});
+        params_bytes @ 40, queued_bytes @ 48, free_bytes @ 56, job_slots @ 64 }
+        later { cpu_fallback_bytes, cpu_fallback_fits });
     // What a caller whose struct_size is 0 gets (the first header's layout).
     const _: () = assert!(REPORT_V1_SIZE == 136 && ADMISSION_V1_SIZE == 72);
     pinned_v1!(cuzk_timeline_event, 48, { struct_size @ 0, kind @ 4, t_us @ 8, job_id @ 16,

@@ -158,6 +158,15 @@ pub struct cuzk_admission {
     pub free_bytes: u64,
     /// Jobs that may still be submitted before `max_jobs`.
     pub job_slots: u64,
+    /// Host bytes a partition of the type sent to the CPU (a fallback from the GPUs) would
+    /// reserve beyond what is reserved now: its full assignment, and the full parameters
+    /// where the CPU's copy is not loaded (a second copy beside a streamed card's pinned one).
+    /// 0 where no GPU proves. (Appended: absent from the first header's 72 bytes.)
+    pub cpu_fallback_bytes: u64,
+    /// 1 where those bytes could ever be reserved beside what is not given back meanwhile
+    /// (resident parameter sets, a GPU prover's kept copy); 0: such a partition would fail
+    /// its job with `CUZK_STATUS_RESOURCE_EXHAUSTED`.
+    pub cpu_fallback_fits: u8,
 }
 
 /// Admission for a scheduler: writes to `*out` whether one more job of `registered_proof` (its
@@ -201,6 +210,8 @@ pub extern "C" fn cuzk_engine_admission(
             queued_bytes: a.queued_bytes,
             free_bytes: a.free_bytes,
             job_slots: a.job_slots,
+            cpu_fallback_bytes: a.cpu_fallback_bytes,
+            cpu_fallback_fits: a.cpu_fallback_fits as u8,
         };
         out.write(r);
         Ok(())

@@ -507,6 +507,23 @@ impl SrsCache {
         self.checks.load(Ordering::Relaxed)
     }
 
+    /// The parameter sets checked and ready, by id.
+    pub fn ready(&self) -> Vec<(String, Arc<Srs>)> {
+        let slots: Vec<_> = self
+            .slots
+            .lock()
+            .iter()
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .collect();
+        slots
+            .into_iter()
+            .filter_map(|(k, s)| match &*s.lock() {
+                Slot::Ready(srs) => Some((k, srs.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Ids of the parameter sets now resident in host memory.
     pub fn resident(&self) -> Vec<String> {
         let slots: Vec<_> = self

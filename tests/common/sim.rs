@@ -76,6 +76,9 @@ pub struct SimState {
     /// Errors `prepare` answers with, in turn (before doing what `params` says); none once
     /// used up.
     pub prepare_errors: Mutex<Vec<Status>>,
+    /// Gates the next `prepare`s wait at, in turn (a placement that does not return until
+    /// opened).
+    pub prepare_gates: Mutex<Vec<Arc<Gate>>>,
     /// Per call, in order: its answer and its number of partitions.
     pub calls: Mutex<Vec<(Answer, usize)>>,
     /// Per partition given to a device, in order: (call, device, ok).
@@ -99,6 +102,7 @@ impl SimState {
             probes: Mutex::default(),
             probe_gates: Mutex::default(),
             prepare_errors: Mutex::default(),
+            prepare_gates: Mutex::default(),
             calls: Mutex::default(),
             log: Mutex::default(),
             inside: (0..n).map(|_| AtomicU64::new(0)).collect(),
@@ -206,6 +210,13 @@ impl ProverBackend for SimGpus {
     }
     fn prepare(&self, srs: &Srs) -> cuzk::Result<()> {
         let no_room = |what| cuzk::Error::new(Status::ResourceExhausted, what);
+        let gate = {
+            let mut gates = self.0.prepare_gates.lock().unwrap();
+            (!gates.is_empty()).then(|| gates.remove(0))
+        };
+        if let Some(g) = gate {
+            g.wait();
+        }
         {
             let mut errors = self.0.prepare_errors.lock().unwrap();
             if !errors.is_empty() {

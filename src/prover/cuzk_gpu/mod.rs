@@ -293,7 +293,8 @@ impl ProverBackend for CuzkGpuProver {
         ss: &[Fr],
         times: &mut [StageTimes],
     ) -> Option<Vec<(usize, Result<Proof<Bls12>>)>> {
-        Some(self.split(ws.len(), times, |g, items| {
+        let gpus = self.takers(srs);
+        Some(self.split(&gpus, ws.len(), times, |g, items| {
             self.pipeline(
                 g,
                 items,
@@ -326,7 +327,8 @@ impl ProverBackend for CuzkGpuProver {
     ) -> Vec<(usize, Result<Proof<Bls12>>)> {
         // Assignments are only read: after an error the engine proves them elsewhere.
         let asgs: &[Option<ProvingAssignment>] = asgs;
-        self.split(asgs.len(), times, |g, items| {
+        let gpus = self.takers(srs);
+        self.split(&gpus, asgs.len(), times, |g, items| {
             let upload = |i: usize| match &asgs[i] {
                 None => Err(Error::internal("no assignment to prove")),
                 Some(a) => self.upload(g, a, srs),
@@ -370,6 +372,19 @@ mod tests {
         assert!(!p.set_enabled(2, false));
     }
 
+    /// Issue 43 item 2: a card that can never hold the circuit (too small, or its limit) was
+    /// given its share of a multi-GPU batch, which went to the CPU. Its share goes to the
+    /// other GPUs now; only where none could hold it does the batch go to all (and on to the
+    /// CPU).
+    #[test]
+    fn a_card_that_can_never_hold_the_circuit_gives_its_share_to_the_others() {
+        use super::pipeline::takers;
+        assert_eq!(takers(vec![0, 1, 2], |g| g == 1), [0, 2]);
+        assert_eq!(takers(vec![0, 2], |g| g == 0), [2]);
+        assert_eq!(takers(vec![0, 1], |_| true), [0, 1]);
+        assert_eq!(takers(vec![], |_| false), Vec::<usize>::new());
+    }
+
     /// Issue 26 item 3: every kernels/ error was a PROVING fault of its GPU, so arguments the
     /// kernels refuse (a bug or a shape the Rust side let through) and host-side failures took
     /// healthy GPUs out of service. Only what the device did is a fault now.
@@ -393,7 +408,9 @@ mod tests {
         let p = CuzkGpuProver::new(vec![dev(0)], 1, GpuParams::Auto, None);
         assert!(p.set_enabled(0, false));
         let mut times = vec![Default::default(); 2];
-        let out = p.split(2, &mut times, |_, _| unreachable!("no GPU in service"));
+        let out = p.split(&p.usable(), 2, &mut times, |_, _| {
+            unreachable!("no GPU in service")
+        });
         assert!(out
             .iter()
             .all(|(_, r)| matches!(r, Err(e) if e.status == Status::Unsupported)));

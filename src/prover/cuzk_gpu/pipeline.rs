@@ -11,15 +11,29 @@ use super::{placement::Loaded, CuzkGpuProver};
 use crate::{
     error::{Error, Result, Status},
     params::Srs,
-    prover::{groth16::assemble_proof, ProverBackend, StageTimes},
+    prover::{groth16::assemble_proof, StageTimes},
     sys::gpu_prover::{KernelError, MsmResults, Stage},
 };
 
+/// The GPUs a batch of `srs`'s partitions is split over: those in service (`usable`) that
+/// could hold a partition (`never(g)` false: a card, or its limit, too small for the circuit
+/// is passed over, its share going to the others); all of them where none could (their
+/// answer, UNSUPPORTED, sends the partitions to the CPU).
+pub(super) fn takers(usable: Vec<usize>, never: impl Fn(usize) -> bool) -> Vec<usize> {
+    let able: Vec<usize> = usable.iter().copied().filter(|&g| !never(g)).collect();
+    if able.is_empty() {
+        usable
+    } else {
+        able
+    }
+}
+
 impl CuzkGpuProver {
-    /// Splits a batch of `n` partitions over the GPUs in service and runs `on_gpu(g, items)`
+    /// Splits a batch of `n` partitions over `gpus` (see [`takers`]) and runs `on_gpu(g, items)`
     /// for each GPU on a thread of its own; result `i` is for item `i`.
     pub(super) fn split<F>(
         &self,
+        gpus: &[usize],
         n: usize,
         times: &mut [StageTimes],
         on_gpu: F,
@@ -27,10 +41,16 @@ impl CuzkGpuProver {
     where
         F: Fn(usize, Vec<usize>) -> Vec<(usize, Result<Proof<Bls12>>, StageTimes)> + Sync,
     {
-        let place: Vec<usize> = (0..n).map(|i| self.device_for(i, n)).collect();
+        let place: Vec<usize> = (0..n)
+            .map(|i| {
+                gpus.get(crate::prover::batch_device(i, n, gpus.len().max(1)))
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .collect();
         let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> =
             (0..n).map(|_| None).collect();
-        if self.usable().is_empty() {
+        if gpus.is_empty() {
             for (i, r) in results.iter_mut().enumerate() {
                 *r = Some((
                     place[i],

@@ -333,12 +333,7 @@ impl CuzkGpuProver {
                 Ok(p)
             }
             None => {
-                let least = super::plan::PLANS
-                    .iter()
-                    .filter(|p| p.allowed(self.params))
-                    .map(|&p| need(p))
-                    .min()
-                    .unwrap_or(u64::MAX);
+                let least = self.least_bytes(srs);
                 // Never (the card, or its limit, is too small: passed over, the partitions go
                 // elsewhere) or not now (another process holds the memory: waited for).
                 let never = self.capacity(i).is_some_and(|c| least > c);
@@ -371,6 +366,32 @@ impl CuzkGpuProver {
                 Err(e)
             }
         }
+    }
+
+    /// Device memory the least plan allowed needs for `srs`'s circuit.
+    fn least_bytes(&self, srs: &Srs) -> u64 {
+        super::plan::PLANS
+            .iter()
+            .filter(|p| p.allowed(self.params))
+            .map(|&p| plan_bytes(srs, p))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Whether GPU `i` can never hold a partition of `srs`: its domain is beyond the prover's,
+    /// or the card (or `CUZK_GPU_MEM_LIMIT`) is smaller than the least plan needs.
+    pub(super) fn never_holds(&self, i: usize, srs: &Srs) -> bool {
+        srs.size.domain().trailing_zeros() > gpu_prover::MAX_LG_DOMAIN
+            || (self.forced.is_none()
+                && self
+                    .capacity(i)
+                    .is_some_and(|c| self.least_bytes(srs) > c))
+    }
+
+    /// The GPUs in service a batch of `srs`'s partitions is split over
+    /// (`pipeline::takers`): a card that can never hold it is passed over where another can.
+    pub(super) fn takers(&self, srs: &Srs) -> Vec<usize> {
+        super::pipeline::takers(self.usable(), |g| self.never_holds(g, srs))
     }
 
     /// The device memory GPU `i` could give a circuit with nothing else on it: the card's, or
