@@ -960,17 +960,22 @@ fn admission_and_status_show_a_cpu_fallback_that_cannot_fit_beside_a_kept_copy()
             // Before any job: the GPU's copy is still to be made.
             let a = ask();
             assert!(a.admit, "{a:?}");
-            assert_eq!((a.cpu_fallback_bytes, a.cpu_fallback_fits), (file + cpu, fits));
+            assert_eq!(
+                (a.cpu_fallback_bytes, a.cpu_fallback_fits),
+                (file + cpu, fits)
+            );
             e.prove(req).unwrap();
             // The GPU's copy is held now: the same answer, and the status names the set.
             let a = ask();
-            assert_eq!((a.cpu_fallback_bytes, a.cpu_fallback_fits), (file + cpu, fits));
+            assert_eq!(
+                (a.cpu_fallback_bytes, a.cpu_fallback_fits),
+                (file + cpu, fits)
+            );
             let st = e.status();
             assert_eq!(st.cpu_fallback_unfit.len(), !fits as usize, "{st:?}");
-            assert!(st.prometheus().contains(&format!(
-                "cuzk_params_cpu_fallback_unfit {}",
-                !fits as u8
-            )));
+            assert!(st
+                .prometheus()
+                .contains(&format!("cuzk_params_cpu_fallback_unfit {}", !fits as u8)));
             e.shutdown().unwrap();
         });
     }

@@ -218,12 +218,7 @@ pub(super) fn cpu_fallback(i: &Inner, srs: &Srs) -> Option<(u64, bool)> {
     let params = if srs.host_resident() { 0 } else { srs.file_len };
     let need = params + srs.size.host_bytes(HostPath::Cpu);
     let unprepared = !i.prepared.lock().contains(&srs.generation);
-    let gpu_copy = if unprepared
-        && i
-            .backends
-            .iter()
-            .any(|b| b.is_gpu() && b.keeps_host_copy())
-    {
+    let gpu_copy = if unprepared && i.backends.iter().any(|b| b.is_gpu() && b.keeps_host_copy()) {
         srs.file_len
     } else {
         0

@@ -197,7 +197,15 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
     };
     let done = if backend.is_gpu() && use_gpu {
         let placed: Vec<usize> = guessed.iter().map(|s| s - base).collect();
-        watchdog::watched(inner, d, srs.generation, &placed, held, Duration::ZERO, call)
+        watchdog::watched(
+            inner,
+            d,
+            srs.generation,
+            &placed,
+            held,
+            Duration::ZERO,
+            call,
+        )
     } else {
         Some(call(inner))
     };

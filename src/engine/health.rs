@@ -233,9 +233,10 @@ pub(super) fn readmit_due(inner: &Arc<Inner>, d: usize) {
         if !due {
             continue;
         }
-        let probed = super::watchdog::watched(inner, d, PROBE_KEY, &[sub], 0, Duration::ZERO, move |i| {
-            i.backends[d].probe(sub)
-        });
+        let probed =
+            super::watchdog::watched(inner, d, PROBE_KEY, &[sub], 0, Duration::ZERO, move |i| {
+                i.backends[d].probe(sub)
+            });
         let Some(probed) = probed else {
             // Given up: out as hung (`watchdog::watched`), probed again once it returns.
             continue;

@@ -399,7 +399,9 @@ impl Engine {
                 .srs
                 .ready()
                 .into_iter()
-                .filter(|(_, srs)| super::admission::cpu_fallback(i, srs).is_some_and(|(_, fits)| !fits))
+                .filter(|(_, srs)| {
+                    super::admission::cpu_fallback(i, srs).is_some_and(|(_, fits)| !fits)
+                })
                 .map(|(id, _)| id)
                 .collect(),
             devices,

@@ -383,9 +383,7 @@ impl CuzkGpuProver {
     pub(super) fn never_holds(&self, i: usize, srs: &Srs) -> bool {
         srs.size.domain().trailing_zeros() > gpu_prover::MAX_LG_DOMAIN
             || (self.forced.is_none()
-                && self
-                    .capacity(i)
-                    .is_some_and(|c| self.least_bytes(srs) > c))
+                && self.capacity(i).is_some_and(|c| self.least_bytes(srs) > c))
     }
 
     /// The GPUs in service a batch of `srs`'s partitions is split over
