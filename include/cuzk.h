@@ -550,6 +550,57 @@ typedef struct cuzk_admission {
   uint8_t cpu_fallback_fits;
 } cuzk_admission;
 
+/**
+ * Bytes borrowed for the duration of a call (one vanilla proof).
+ */
+typedef struct cuzk_slice {
+  const uint8_t *ptr;
+  size_t len;
+} cuzk_slice;
+
+/**
+ * One PoSt job: what filecoin-ffi's `GenerateWinningPoStWithVanilla`,
+ * `GenerateWindowPoStWithVanilla` and `GenerateSingleWindowPoStWithVanilla` take. Initialize
+ * with `cuzk_post_request_default`, then set the fields.
+ */
+typedef struct cuzk_post_request {
+  /**
+   * `sizeof(cuzk_post_request)`, set by `cuzk_post_request_default`.
+   */
+  uint32_t struct_size;
+  /**
+   * Higher runs first within the job's class (default 0). PoSt goes before every PoRep
+   * partition whatever the priorities; WinningPoSt before WindowPoSt.
+   */
+  int32_t priority;
+  /**
+   * go-state-types' `abi.RegisteredPoStProof`: 0-4 WinningPoSt (2KiB..64GiB), 5-9 WindowPoSt
+   * V1, 10-14 WindowPoSt V1_1.
+   */
+  int64_t registered_proof;
+  /**
+   * The miner's prover id (its actor id, as filecoin-ffi's `toProverID` makes it).
+   */
+  uint8_t prover_id[32];
+  /**
+   * The chain's randomness, a field element (filecoin-ffi clears the top two bits of its
+   * last byte; a value that is no field element is `CUZK_STATUS_INVALID_ARGUMENT`).
+   */
+  uint8_t randomness[32];
+  /**
+   * `vanilla_count` vanilla proofs, one per sector: the bincode bytes of filecoin-proofs'
+   * `FallbackPoStSectorProof`, as filecoin-ffi's `GenerateSingleVanillaProof` returns them.
+   * The array and the bytes are borrowed for the call only.
+   */
+  const struct cuzk_slice *vanilla_proofs;
+  size_t vanilla_count;
+  /**
+   * WindowPoSt only: prove this partition of the sectors given (their vanilla proofs only,
+   * at most a partition's sectors); -1 (the default): every partition.
+   */
+  int64_t partition_index;
+} cuzk_post_request;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -749,6 +800,39 @@ const char *cuzk_status_name(int32_t status);
  * Static version string of the library ("0.1.0").
  */
 const char *cuzk_version(void);
+
+/**
+ * Fills `*out` with an empty request (priority 0, every partition). NULL is ignored.
+ */
+void cuzk_post_request_default(struct cuzk_post_request *out);
+
+/**
+ * Validates a PoSt job and queues it; writes its id to `*job_id_out` (then `cuzk_await`,
+ * `cuzk_poll`, `cuzk_cancel` as for any job; its proof is `partitions × 192` bytes,
+ * filecoin-proofs' own). Validation errors are returned here: an unknown proof type or a
+ * `partition_index` for WinningPoSt (`CUZK_STATUS_INVALID_ARGUMENT`); vanilla proofs that do
+ * not parse, repeat a sector, are more than the type or a partition proves, or do not verify
+ * against the randomness, prover id and their sectors (`CUZK_STATUS_INVALID_INPUT`);
+ * `CUZK_STATUS_RESOURCE_EXHAUSTED` when `max_jobs` jobs are queued or running;
+ * `CUZK_STATUS_NOT_RUNNING` without an engine. Thread-safe.
+ */
+cuzk_status cuzk_post_submit(const struct cuzk_post_request *req,
+                             uint64_t *job_id_out,
+                             struct cuzk_error *err_out);
+
+/**
+ * Drop-in for filecoin-ffi's `generate_winning_post_with_vanilla`,
+ * `generate_window_post_with_vanilla` and `generate_single_window_post_with_vanilla`:
+ * proves `*req`, blocking until done, and writes filecoin-proofs' proof bytes to
+ * `*proof_out` (`partitions × 192`; one partition's 192 bytes where `partition_index` is
+ * set). The proof has passed the self-check unless the engine was started with
+ * `self_check = 0`. Starts the engine with defaults if it is not running. Errors as
+ * `cuzk_post_submit`, then as `cuzk_await`; `CUZK_STATUS_IN_CALLBACK` from a timeline
+ * callback (use `cuzk_post_submit`). Thread-safe.
+ */
+cuzk_status cuzk_generate_post(const struct cuzk_post_request *req,
+                               struct cuzk_bytes *proof_out,
+                               struct cuzk_error *err_out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -7,7 +7,7 @@
 //!
 //! Layers, each importing only from the ones before it:
 //! [`error`], [`logging`], [`timeline`], [`budget`], [`sys`] → [`params`] → [`prover`] → [`pce`] → [`porep`] →
-//! [`engine`] → [`ffi`]. The command line's and the tests' tools (fixtures, benchmarks, timeline
+//! [`post`] → [`engine`] → [`ffi`]. The command line's and the tests' tools (fixtures, benchmarks, timeline
 //! analysis and drawing) are the workspace's `cuzk-tools` crate (`tools/`) and the command line
 //! `cuzk-cli` (`cli/`), outside this library.
 
@@ -32,6 +32,8 @@ pub mod params;
 pub mod pce;
 /// cbindgen:ignore
 pub mod porep;
+/// cbindgen:ignore
+pub mod post;
 /// cbindgen:ignore
 pub mod prover;
 /// cbindgen:ignore

@@ -1099,7 +1099,8 @@ fn wrong_native(req: &JobRequest, fault: Fault) -> porep::PreparedJob {
     let job = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture).unwrap();
     porep::PreparedJob {
         circuits: Arc::new(WrongNative(job.circuits, fault)),
-        proof_type: job.proof_type,
+        kind: job.kind,
+        class: job.class,
     }
 }
 

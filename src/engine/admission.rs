@@ -106,7 +106,7 @@ impl Engine {
         // Queued partitions ahead of the new job, by circuit.
         let mut ahead: HashMap<String, u64> = HashMap::new();
         i.synth_q.for_each(|key, item| {
-            if key.priority >= priority {
+            if (key.class, key.priority) >= (0, priority) {
                 if let Ok(c) = item.job.circuits() {
                     *ahead.entry(c.params_id().to_string()).or_default() += 1;
                 }

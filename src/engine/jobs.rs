@@ -22,7 +22,7 @@ use parking_lot::{Condvar, Mutex};
 use super::{config::CANCELLED_RETENTION, queue::Key};
 use crate::{
     error::{Error, Result, Status},
-    porep::{FixtureShape, SealCircuits},
+    porep::{Class, FixtureShape, SealCircuits},
     prover::StageTimes,
 };
 
@@ -95,6 +95,7 @@ pub(super) struct JobState {
 pub(super) struct Job {
     pub(super) id: u64,
     pub(super) priority: i32,
+    pub(super) class: Class,
     /// The job's circuits (vanilla proofs: up to ~50 MB for 32GiB); dropped when the job ends,
     /// so that a result nobody awaits costs little.
     pub(super) circuits: Mutex<Option<Arc<dyn SealCircuits>>>,
@@ -106,11 +107,12 @@ pub(super) struct Job {
 }
 
 impl Job {
-    pub(super) fn new(priority: i32, circuits: Arc<dyn SealCircuits>) -> Job {
+    pub(super) fn new(priority: i32, class: Class, circuits: Arc<dyn SealCircuits>) -> Job {
         let n = circuits.shape().partitions;
         Job {
             id: NEXT_JOB.fetch_add(1, Ordering::Relaxed),
             priority,
+            class,
             circuits: Mutex::new(Some(circuits)),
             submitted: Instant::now(),
             stop: Arc::new(AtomicBool::new(false)),
@@ -129,6 +131,7 @@ impl Job {
 
     pub(super) fn key(&self, partition: usize) -> Key {
         Key {
+            class: self.class as u8,
             priority: self.priority,
             job_seq: self.id,
             partition,

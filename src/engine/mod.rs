@@ -79,7 +79,7 @@ use crate::{
     budget::Budget,
     error::{Error, Result, Status},
     params::{Srs, SrsCache},
-    porep,
+    porep, post,
     prover::{cpu::CpuProver, ProverBackend},
     timeline::{in_callback, EventKind, Sink, Timeline, NO_PARTITION},
 };
@@ -473,6 +473,21 @@ impl Engine {
         self.submit_prepared(prepared, req.priority)
     }
 
+    /// Queues a WindowPoSt or WinningPoSt job ([`post::PostRequest`]: filecoin-ffi's
+    /// `Generate{Window,Winning}PoStWithVanilla` and `GenerateSingleWindowPoStWithVanilla`
+    /// inputs), validated first (its vanilla proofs checked as filecoin-proofs checks them:
+    /// INVALID_INPUT where they do not verify); returns the job id. Its partitions go before
+    /// every PoRep partition at each queue (`porep::Class`). Its output's `proof` is
+    /// filecoin-proofs' bytes, `partitions × 192`.
+    pub fn submit_post(&self, req: &post::PostRequest) -> Result<u64> {
+        if !self.is_running() {
+            return Err(Error::new(Status::NotRunning, "the engine is shut down"));
+        }
+        self.inner.jobs.reap();
+        let prepared = post::prepare(req)?;
+        self.submit_prepared(prepared, req.priority)
+    }
+
     /// Queues a job validated beforehand ([`porep::prepare`], which [`Engine::submit`] calls on
     /// the C1 output it is given); returns the job id. For Rust callers that prepare jobs
     /// themselves (and tests that prove circuits of their own making).
@@ -481,7 +496,7 @@ impl Engine {
             return Err(Error::new(Status::NotRunning, "the engine is shut down"));
         }
         let n = prepared.circuits.shape().partitions;
-        let job = Arc::new(Job::new(priority, prepared.circuits));
+        let job = Arc::new(Job::new(priority, prepared.class, prepared.circuits));
         let id = job.id;
         self.inner.jobs.insert(job.clone())?;
         self.inner.timeline.emit(
@@ -490,7 +505,7 @@ impl Engine {
             NO_PARTITION,
             0,
             n as u64,
-            &format!("{:?}", prepared.proof_type),
+            &prepared.kind,
         );
         for k in 0..n {
             let item = SynthItem::new(job.clone(), k);

@@ -7,6 +7,8 @@ use parking_lot::{Condvar, Mutex};
 /// Ordering key: higher priority first, then older job, then lower partition index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Key {
+    /// The job's class (`porep::Class`): a higher one goes first whatever the priority.
+    pub class: u8,
     pub priority: i32,
     pub job_seq: u64,
     pub partition: usize,
@@ -14,8 +16,9 @@ pub struct Key {
 
 impl Ord for Key {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.priority
-            .cmp(&o.priority)
+        self.class
+            .cmp(&o.class)
+            .then(self.priority.cmp(&o.priority))
             .then(o.job_seq.cmp(&self.job_seq))
             .then(o.partition.cmp(&self.partition))
     }
@@ -176,6 +179,7 @@ mod tests {
     fn priority_then_fifo_then_partition() {
         let q = PriorityQueue::default();
         let k = |priority, job_seq, partition| Key {
+            class: 0,
             priority,
             job_seq,
             partition,
@@ -186,6 +190,18 @@ mod tests {
         q.push(k(5, 2, 0), "hi").unwrap();
         let order: Vec<_> = (0..4).map(|_| q.pop().unwrap().1).collect();
         assert_eq!(order, ["hi", "j0p3", "j1p0", "j1p1"]);
+        // A higher class goes before any priority of a lower one.
+        q.push(
+            Key {
+                class: 1,
+                ..k(-5, 7, 0)
+            },
+            "post",
+        )
+        .unwrap();
+        q.push(k(9, 1, 0), "porep").unwrap();
+        assert_eq!(q.pop().unwrap().1, "post");
+        assert_eq!(q.pop().unwrap().1, "porep");
         q.push(k(0, 9, 0), "left").unwrap();
         assert_eq!(q.close(), vec!["left"]);
         assert!(q.pop().is_none());
@@ -197,6 +213,7 @@ mod tests {
         let q = PriorityQueue::default();
         for (i, job) in [1u64, 2, 1, 3, 2].into_iter().enumerate() {
             let key = Key {
+                class: 0,
                 priority: 0,
                 job_seq: job,
                 partition: i,
@@ -215,6 +232,7 @@ mod tests {
     fn wait_below_wakes_when_an_item_is_taken() {
         let q = std::sync::Arc::new(PriorityQueue::default());
         let k = Key {
+            class: 0,
             priority: 0,
             job_seq: 0,
             partition: 0,

@@ -148,6 +148,27 @@ pub(super) fn bytes_in<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
 
+/// A caller's array of `n` values of `T`, borrowed for the call (NULL is fine where `n` is 0).
+pub(super) fn array_in<'a, T>(ptr: *const T, n: usize, what: &str) -> Result<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    non_null(ptr, what)?;
+    if n.checked_mul(std::mem::size_of::<T>())
+        .is_none_or(|b| b > isize::MAX as usize)
+    {
+        return Err(Error::invalid_argument(format!(
+            "{what}: {n} entries are above PTRDIFF_MAX bytes"
+        )));
+    }
+    if ptr.align_offset(std::mem::align_of::<T>()) != 0 {
+        return Err(Error::invalid_argument(format!("{what} is not aligned")));
+    }
+    // SAFETY: non-NULL, aligned, and the caller guarantees `n` initialized values of `T` for
+    // the call; the byte length fits an allocation.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, n) })
+}
+
 /// A caller's input struct or array (a request, a 32-byte prover id), borrowed for the call;
 /// NULL is an argument error naming `what`.
 pub(super) fn ref_in<'a, T>(p: *const T, what: &str) -> Result<&'a T> {

@@ -25,6 +25,7 @@
 //! * `lifecycle.rs`: engine start and shutdown; the engine the other calls use.
 //! * `jobs.rs`: the blocking drop-in, submit / await / poll / cancel, devices in and out of
 //!   service, `cuzk_verify_seal`.
+//! * `post.rs`: WindowPoSt and WinningPoSt, blocking (`cuzk_generate_post`) and submitted.
 //! * `observe.rs`: status, metrics, admission, names and version.
 //! * `callbacks.rs`: timeline and log callbacks.
 //! * `layout.rs`: the structs' version-1 layouts, pinned.
@@ -39,6 +40,7 @@ mod layout;
 mod lifecycle;
 mod memory;
 mod observe;
+mod post;
 
 pub use callbacks::{
     cuzk_log_cb, cuzk_log_record, cuzk_log_set_callback, cuzk_timeline_cb, cuzk_timeline_event,
@@ -55,4 +57,7 @@ pub use observe::{
     cuzk_admission, cuzk_engine_admission, cuzk_engine_metrics, cuzk_engine_report,
     cuzk_engine_status, cuzk_status_name, cuzk_version, CUZK_ADMIT_MAX_JOBS, CUZK_ADMIT_MEMORY,
     CUZK_ADMIT_OK,
+};
+pub use post::{
+    cuzk_generate_post, cuzk_post_request, cuzk_post_request_default, cuzk_post_submit, cuzk_slice,
 };

@@ -217,8 +217,14 @@ pub trait SealCircuits: Send + Sync {
             crate::pce::native::stacked::witness(&p, aux_hint, abort.as_deref())
         })
     }
-    /// Partition `k`'s values as the native generator takes them.
-    fn native_partition(&self, k: usize) -> Result<crate::pce::native::stacked::Partition>;
+    /// Partition `k`'s values as the native generator takes them (PoRep's circuit only:
+    /// UNSUPPORTED for the others, which take witness synthesis).
+    fn native_partition(&self, k: usize) -> Result<crate::pce::native::stacked::Partition> {
+        Err(Error::unsupported(format!(
+            "no native witness generator for partition {k} of circuit {}",
+            self.params_id()
+        )))
+    }
     /// Public inputs of partition `k`, derived from the job's prover id and sector id.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Reference assignment of partition `k` from bellperson's own `MetricCS` (constraints) and
@@ -351,10 +357,25 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
     }
 }
 
-/// What a prepared job needs: validated circuits for every partition.
+/// What a prepared job needs: validated circuits for every partition, and the name of its
+/// proof type (a PoRep `RegisteredSealProof`, a PoSt `RegisteredPoStProof`: the timeline's
+/// JOB_QUEUED detail).
 pub struct PreparedJob {
     pub circuits: Arc<dyn SealCircuits>,
-    pub proof_type: RegisteredSealProof,
+    pub kind: String,
+    pub class: Class,
+}
+
+/// A proof kind's class: at every queue (synthesis, the provers) a partition of a higher
+/// class goes before any of a lower one, whatever their priorities; priority orders within a
+/// class. WinningPoSt must be done in seconds (a block reward), WindowPoSt within its
+/// deadline (faults and collateral), PoRep and SnapDeals are throughput.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Class {
+    #[default]
+    Throughput = 0,
+    WindowPost = 1,
+    WinningPost = 2,
 }
 
 fn check_vanilla_shape<T>(
@@ -504,7 +525,8 @@ pub fn prepare(
     }?;
     Ok(PreparedJob {
         circuits,
-        proof_type,
+        kind: format!("{proof_type:?}"),
+        class: Class::Throughput,
     })
 }
 

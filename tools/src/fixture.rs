@@ -348,3 +348,26 @@ pub fn ensure_params(
     debug_assert_eq!(rec.id, id);
     Ok((id, true))
 }
+
+/// Makes random (test) Groth16 parameters for a PoSt proof type in `dir` (test sector sizes
+/// only), in the `.params`/`.vk`/`.meta` form filecoin-proofs reads, unless they exist.
+/// Returns the parameter id and whether it generated them.
+pub fn ensure_post_params(
+    proof: cuzk::post::PostProof,
+    dir: &Path,
+    seed: u64,
+) -> Result<(String, bool)> {
+    let id = cuzk::post::params_id_for(proof)?;
+    if porep::is_production_size(u64::from(proof.sector_size())) {
+        return Err(Error::unsupported(format!(
+            "random PoSt parameters are made here for test sector sizes only, not {proof:?}"
+        )));
+    }
+    if params_path(dir, &id).exists() && vk_path(dir, &id).exists() {
+        return Ok((id, false));
+    }
+    let rec = cuzk::post::record_blank(proof, None)?;
+    debug_assert_eq!(rec.id, id);
+    paramgen::generate(&rec, dir, u64::from(proof.sector_size()), seed)?;
+    Ok((id, true))
+}

@@ -1,0 +1,474 @@
+//! WindowPoSt and WinningPoSt (filecoin-proofs' fallback PoSt) as a proof kind of the engine:
+//! the vanilla proofs a node makes from its sectors (`GenerateSingleVanillaProof`'s bincode
+//! `FallbackPoStSectorProof`s) in, one Groth16 proof per partition out, byte for byte what
+//! filecoin-proofs' `generate_{window,winning}_post_with_vanilla` and
+//! `generate_single_window_post_with_vanilla` return and what its verifiers accept.
+//!
+//! A PoSt job is validated here as filecoin-proofs validates it (the vanilla proofs are checked
+//! against the randomness, prover id and sectors before any synthesis: a changed input is
+//! refused with INVALID_INPUT), then its partitions go through the engine like PoRep's:
+//! synthesis (with the circuit's recording), the provers, the self-check.
+
+use std::{
+    collections::HashSet,
+    sync::{atomic::AtomicBool, Arc},
+};
+
+use bellperson::{
+    util_cs::{metric_cs::MetricCS, witness_cs::WitnessCS, Comparable},
+    Circuit, ConstraintSystem,
+};
+use blstrs::Scalar as Fr;
+use filecoin_hashers::Hasher;
+use filecoin_proofs::{
+    as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs,
+    FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType, SectorShape2KiB,
+    SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
+};
+use storage_proofs_core::{
+    compound_proof::{self, CompoundProof},
+    parameter_cache::CacheableParameters,
+    proof::ProofScheme,
+};
+use storage_proofs_post::fallback::{
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+};
+
+pub use filecoin_proofs_api::RegisteredPoStProof as PostProof;
+
+use crate::{
+    error::{catch, Error, Result, Status},
+    params::CircuitSize,
+    pce::{Recording, RecordingCS, Witness, WitnessTarget},
+    porep::{with_tree_shape, Class, PreparedJob, SealCircuits, Shape},
+    prover::ProvingAssignment,
+};
+
+/// One PoSt job: what filecoin-ffi's `Generate{Winning,Window}PoStWithVanilla` and
+/// `GenerateSingleWindowPoStWithVanilla` take.
+#[derive(Clone, Debug)]
+pub struct PostRequest {
+    pub proof: PostProof,
+    pub prover_id: [u8; 32],
+    /// The chain's randomness, as a field element (filecoin-ffi clears its top two bits).
+    pub randomness: [u8; 32],
+    /// One per sector: the bincode bytes of filecoin-proofs' `FallbackPoStSectorProof`, as
+    /// `GenerateSingleVanillaProof` returns them.
+    pub vanilla_proofs: Vec<Vec<u8>>,
+    /// WindowPoSt: prove only this partition, from its own sectors' vanilla proofs
+    /// (`GenerateSingleWindowPoStWithVanilla`); None: every partition.
+    pub partition: Option<usize>,
+    /// Higher runs first.
+    pub priority: i32,
+}
+
+/// `RegisteredPoStProof` from its number in go-state-types' `abi.RegisteredPoStProof` (as
+/// filecoin-ffi maps it): 0-4 WinningPoSt V1, 5-9 WindowPoSt V1, 10-14 WindowPoSt V1_1
+/// (filecoin-proofs' V1_2), 2KiB to 64GiB in each.
+pub fn post_proof_from_abi(n: i64) -> Result<PostProof> {
+    use PostProof::*;
+    const ALL: [PostProof; 15] = [
+        StackedDrgWinning2KiBV1,
+        StackedDrgWinning8MiBV1,
+        StackedDrgWinning512MiBV1,
+        StackedDrgWinning32GiBV1,
+        StackedDrgWinning64GiBV1,
+        StackedDrgWindow2KiBV1,
+        StackedDrgWindow8MiBV1,
+        StackedDrgWindow512MiBV1,
+        StackedDrgWindow32GiBV1,
+        StackedDrgWindow64GiBV1,
+        StackedDrgWindow2KiBV1_2,
+        StackedDrgWindow8MiBV1_2,
+        StackedDrgWindow512MiBV1_2,
+        StackedDrgWindow32GiBV1_2,
+        StackedDrgWindow64GiBV1_2,
+    ];
+    usize::try_from(n)
+        .ok()
+        .and_then(|k| ALL.get(k).copied())
+        .ok_or_else(|| Error::invalid_argument(format!("{n} is not a registered PoSt proof")))
+}
+
+/// Whether `proof` is a WinningPoSt type.
+pub fn is_winning(proof: PostProof) -> bool {
+    proof.typ() == PoStType::Winning
+}
+
+/// Validates a PoSt request (every vanilla proof parsed and checked against the randomness,
+/// the prover id and its sector, as filecoin-proofs checks them) and makes its circuits.
+/// INVALID_INPUT for vanilla proofs that do not parse, do not verify, repeat a sector or are
+/// more than the proof type proves; INVALID_ARGUMENT for a partition index of a WinningPoSt
+/// or a randomness or prover id that is not a field element.
+pub fn prepare(req: &PostRequest) -> Result<PreparedJob> {
+    if req.vanilla_proofs.is_empty() {
+        return Err(Error::invalid_input("no vanilla proofs"));
+    }
+    if req.partition.is_some() && is_winning(req.proof) {
+        return Err(Error::invalid_argument(
+            "a partition index is for WindowPoSt only",
+        ));
+    }
+    let size = u64::from(req.proof.sector_size());
+    let circuits = with_tree_shape(
+        size,
+        || prepare_tree::<SectorShape2KiB>(req),
+        || prepare_tree::<SectorShape8MiB>(req),
+        || prepare_tree::<SectorShape512MiB>(req),
+        || prepare_tree::<SectorShape32GiB>(req),
+        || prepare_tree::<SectorShape64GiB>(req),
+    )??;
+    Ok(PreparedJob {
+        circuits,
+        kind: format!("{:?}", req.proof),
+        class: if is_winning(req.proof) {
+            Class::WinningPost
+        } else {
+            Class::WindowPost
+        },
+    })
+}
+
+/// The parameter cache id of a PoSt proof type's circuit (one per sector size and kind).
+pub fn params_id_for(proof: PostProof) -> Result<String> {
+    let config = proof.as_v1_config();
+    with_tree_shape(
+        u64::from(proof.sector_size()),
+        || params_id_tree::<SectorShape2KiB>(&config),
+        || params_id_tree::<SectorShape8MiB>(&config),
+        || params_id_tree::<SectorShape512MiB>(&config),
+        || params_id_tree::<SectorShape32GiB>(&config),
+        || params_id_tree::<SectorShape64GiB>(&config),
+    )?
+}
+
+fn vanilla_params(config: &PoStConfig) -> Result<fallback::SetupParams> {
+    Ok(match config.typ {
+        PoStType::Window => filecoin_proofs::parameters::window_post_setup_params(config),
+        PoStType::Winning => filecoin_proofs::parameters::winning_post_setup_params(config)
+            .map_err(|e| Error::from_anyhow(Status::Internal, "WinningPoSt setup", e))?,
+    })
+}
+
+fn params_id_tree<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<String> {
+    let pp = FallbackPoSt::<Tree>::setup(&vanilla_params(config)?)
+        .map_err(|e| Error::from_anyhow(Status::Internal, "PoSt public parameters", e))?;
+    Ok(<FallbackPoStCompound<Tree> as CacheableParameters<
+        FallbackPoStCircuit<Tree>,
+        fallback::PublicParams,
+    >>::cache_identifier(&pp))
+}
+
+/// The R1CS of a PoSt proof type's circuit, recorded from its blank instance (no vanilla
+/// proofs or parameters needed). Gives up soon after `abort` turns true.
+pub fn record_blank(proof: PostProof, abort: Option<Arc<AtomicBool>>) -> Result<Recording> {
+    let config = proof.as_v1_config();
+    with_tree_shape(
+        u64::from(proof.sector_size()),
+        || record_tree::<SectorShape2KiB>(&config, abort.clone()),
+        || record_tree::<SectorShape8MiB>(&config, abort.clone()),
+        || record_tree::<SectorShape512MiB>(&config, abort.clone()),
+        || record_tree::<SectorShape32GiB>(&config, abort.clone()),
+        || record_tree::<SectorShape64GiB>(&config, abort.clone()),
+    )?
+}
+
+fn record_tree<Tree: 'static + MerkleTreeTrait>(
+    config: &PoStConfig,
+    abort: Option<Arc<AtomicBool>>,
+) -> Result<Recording> {
+    let pp = FallbackPoSt::<Tree>::setup(&vanilla_params(config)?)
+        .map_err(|e| Error::from_anyhow(Status::Internal, "PoSt public parameters", e))?;
+    let id = params_id_tree::<Tree>(config)?;
+    let blank = FallbackPoStCompound::<Tree>::blank_circuit(&pp);
+    catch("recording", Status::Internal, || {
+        RecordingCS::record(blank, &id, abort)
+            .map_err(|e| Error::internal(format!("recording circuit {id}: {e}")))
+    })
+}
+
+type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+
+/// One PoSt job's circuits.
+struct FallbackPost<Tree: 'static + MerkleTreeTrait> {
+    shape: Shape,
+    params_id: String,
+    pub_params: fallback::PublicParams,
+    pub_inputs: fallback::PublicInputs<Domain<Tree>>,
+    /// Per partition of this job, its vanilla proof.
+    proofs: Vec<fallback::Proof<Tree::Proof>>,
+}
+
+fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
+    req: &PostRequest,
+) -> Result<Arc<dyn SealCircuits>> {
+    let config = req.proof.as_v1_config();
+    let sectors: Vec<FallbackPoStSectorProof<Tree>> = req
+        .vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            bincode::deserialize(b).map_err(|e| {
+                Error::invalid_input(format!(
+                    "vanilla proof {i} is not a {:?} sector proof: {e}",
+                    req.proof
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let mut seen = HashSet::new();
+    for p in &sectors {
+        if !seen.insert(u64::from(p.sector_id)) {
+            return Err(Error::invalid_input(format!(
+                "sector {} has two vanilla proofs",
+                u64::from(p.sector_id)
+            )));
+        }
+    }
+    let randomness: Domain<Tree> = as_safe_commitment(&req.randomness, "randomness")
+        .map_err(|e| Error::from_anyhow(Status::InvalidArgument, "randomness", e))?;
+    let prover_id: Domain<Tree> = as_safe_commitment(&req.prover_id, "prover_id")
+        .map_err(|e| Error::from_anyhow(Status::InvalidArgument, "prover id", e))?;
+    let per_partition = config.sector_count;
+    let partitions = match (&config.typ, req.partition) {
+        (PoStType::Winning, _) => {
+            if sectors.len() != per_partition {
+                return Err(Error::invalid_input(format!(
+                    "{:?} proves {per_partition} sector(s), {} vanilla proofs were given",
+                    req.proof,
+                    sectors.len()
+                )));
+            }
+            1
+        }
+        (PoStType::Window, Some(_)) => {
+            if sectors.len() > per_partition {
+                return Err(Error::invalid_input(format!(
+                    "a {:?} partition holds {per_partition} sectors, {} vanilla proofs were given",
+                    req.proof,
+                    sectors.len()
+                )));
+            }
+            1
+        }
+        (PoStType::Window, None) => sectors.len().div_ceil(per_partition),
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params: vanilla_params(&config)?,
+        partitions: (partitions > 1).then_some(partitions),
+        priority: config.priority,
+    };
+    let pub_params = FallbackPoStCompound::<Tree>::setup(&setup)
+        .map_err(|e| Error::from_anyhow(Status::Internal, "PoSt public parameters", e))?;
+    let pub_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors: sectors
+            .iter()
+            .map(|p| PublicSector {
+                id: p.sector_id,
+                comm_r: p.comm_r,
+            })
+            .collect(),
+        k: req.partition,
+    };
+    // filecoin-proofs' own split and check of the vanilla proofs (it verifies them all).
+    let bad = |e| Error::from_anyhow(Status::InvalidInput, "the vanilla proofs", e);
+    let proofs = catch("checking the vanilla proofs", Status::InvalidInput, || {
+        if req.partition.is_some() {
+            single_partition_vanilla_proofs(
+                &config,
+                &pub_params.vanilla_params,
+                &pub_inputs,
+                &sectors,
+            )
+            .map(|p| vec![p])
+            .map_err(bad)
+        } else {
+            partition_vanilla_proofs(
+                &config,
+                &pub_params.vanilla_params,
+                &pub_inputs,
+                partitions,
+                &sectors,
+            )
+            .map_err(bad)
+        }
+    })?;
+    if let Some(k) = req.partition {
+        // As filecoin-proofs' verifier takes it: partition k of the sectors given.
+        let ok = catch("checking the vanilla proofs", Status::InvalidInput, || {
+            FallbackPoSt::<Tree>::verify(&pub_params.vanilla_params, &pub_inputs, &proofs[0])
+                .map_err(bad)
+        })?;
+        if !ok {
+            return Err(Error::invalid_input(format!(
+                "the vanilla proofs of partition {k} do not verify against the randomness, \
+                 prover id and sectors"
+            )));
+        }
+    }
+    // WinningPoSt's circuit takes its one sector's challenges as that many one-challenge
+    // sectors: its public inputs are the sector repeated (as filecoin-proofs' verifier
+    // builds them), not padded from one.
+    let pub_inputs = if config.typ == PoStType::Winning {
+        let n = pub_params.vanilla_params.sector_count;
+        fallback::PublicInputs {
+            sectors: vec![pub_inputs.sectors[0].clone(); n],
+            ..pub_inputs
+        }
+    } else {
+        pub_inputs
+    };
+    let params_id = params_id_tree::<Tree>(&config)?;
+    Ok(Arc::new(FallbackPost::<Tree> {
+        shape: Shape {
+            sector_size: u64::from(req.proof.sector_size()),
+            partitions: proofs.len(),
+            challenges_per_partition: config.challenge_count * per_partition,
+            layers: 0,
+        },
+        params_id,
+        pub_params: pub_params.vanilla_params,
+        pub_inputs,
+        proofs,
+    }))
+}
+
+impl<Tree: 'static + MerkleTreeTrait> FallbackPost<Tree> {
+    fn circuit(&self, k: usize) -> Result<FallbackPoStCircuit<Tree>> {
+        let proof = self
+            .proofs
+            .get(k)
+            .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))?;
+        catch("circuit construction", Status::InvalidInput, || {
+            FallbackPoStCompound::<Tree>::circuit(
+                &self.pub_inputs,
+                Default::default(),
+                proof,
+                &self.pub_params,
+                Some(k),
+            )
+            .map_err(|e| Error::from_anyhow(Status::InvalidInput, "building the circuit", e))
+        })
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> SealCircuits for FallbackPost<Tree> {
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    fn params_id(&self) -> &str {
+        &self.params_id
+    }
+
+    fn synthesize(
+        &self,
+        k: usize,
+        size: Option<CircuitSize>,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<ProvingAssignment> {
+        let circuit = self.circuit(k)?;
+        catch("synthesis", Status::Proving, || {
+            ProvingAssignment::synthesize_abortable(circuit, size, abort)
+                .map_err(|e| Error::proving(format!("synthesis of partition {k} failed: {e}")))
+        })
+    }
+
+    fn record(&self, abort: Option<Arc<AtomicBool>>) -> Result<Recording> {
+        let blank = FallbackPoStCompound::<Tree>::blank_circuit(&self.pub_params);
+        catch("recording", Status::Internal, || {
+            RecordingCS::record(blank, &self.params_id, abort)
+                .map_err(|e| Error::internal(format!("recording circuit {}: {e}", self.params_id)))
+        })
+    }
+
+    fn synthesize_witness(
+        &self,
+        k: usize,
+        aux_hint: Option<usize>,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<Witness> {
+        let circuit = self.circuit(k)?;
+        catch("witness synthesis", Status::Proving, || {
+            WitnessTarget::synthesize(circuit, aux_hint, abort).map_err(|e| {
+                Error::proving(format!("witness synthesis of partition {k} failed: {e}"))
+            })
+        })
+    }
+
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
+        catch("public input generation", Status::Internal, || {
+            FallbackPoStCompound::<Tree>::generate_public_inputs(
+                &self.pub_inputs,
+                &self.pub_params,
+                Some(k),
+            )
+            .map_err(|e| Error::from_anyhow(Status::InvalidInput, "public inputs", e))
+        })
+    }
+
+    fn reference_assignment(&self, k: usize) -> Result<ProvingAssignment> {
+        let mut metric = MetricCS::<Fr>::new();
+        self.circuit(k)?
+            .synthesize(&mut metric)
+            .map_err(|e| Error::proving(format!("MetricCS synthesis: {e}")))?;
+        let mut witness = WitnessCS::<Fr>::new();
+        self.circuit(k)?
+            .synthesize(&mut witness)
+            .map_err(|e| Error::proving(format!("WitnessCS synthesis: {e}")))?;
+        Ok(crate::prover::reference::assignment_from(
+            metric.constraints(),
+            witness.scalar_inputs(),
+            witness.scalar_aux(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn post_proof_numbers_are_filecoins() {
+        use PostProof::*;
+        assert_eq!(post_proof_from_abi(0).unwrap(), StackedDrgWinning2KiBV1);
+        assert_eq!(post_proof_from_abi(3).unwrap(), StackedDrgWinning32GiBV1);
+        assert_eq!(post_proof_from_abi(8).unwrap(), StackedDrgWindow32GiBV1);
+        assert_eq!(post_proof_from_abi(13).unwrap(), StackedDrgWindow32GiBV1_2);
+        for bad in [-1, 15, i64::MAX] {
+            assert_eq!(
+                post_proof_from_abi(bad).unwrap_err().status,
+                Status::InvalidArgument
+            );
+        }
+        for n in 0..15 {
+            let p = post_proof_from_abi(n).unwrap();
+            let want = [2 << 10, 8 << 20, 512 << 20, 32u64 << 30, 64u64 << 30][n as usize % 5];
+            assert_eq!(u64::from(p.sector_size()), want, "{p:?}");
+            assert_eq!(is_winning(p), n < 5, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn bad_requests_are_clear_errors() {
+        let req = |proofs: Vec<Vec<u8>>, partition| PostRequest {
+            proof: PostProof::StackedDrgWindow2KiBV1_2,
+            prover_id: [0; 32],
+            randomness: [0; 32],
+            vanilla_proofs: proofs,
+            partition,
+            priority: 0,
+        };
+        let status = |r: PostRequest| prepare(&r).err().map(|e| e.status);
+        assert_eq!(status(req(vec![], None)), Some(Status::InvalidInput));
+        assert_eq!(
+            status(req(vec![vec![1, 2, 3]], None)),
+            Some(Status::InvalidInput)
+        );
+        let mut winning = req(vec![vec![0; 8]], Some(0));
+        winning.proof = PostProof::StackedDrgWinning2KiBV1;
+        assert_eq!(status(winning), Some(Status::InvalidArgument));
+    }
+}

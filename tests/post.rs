@@ -1,0 +1,430 @@
+//! WindowPoSt and WinningPoSt through the engine, on real 2KiB sectors sealed by
+//! filecoin-proofs: their vanilla proofs made by filecoin-proofs (as a node makes them), the
+//! engine's proofs accepted by filecoin-proofs' verifiers; vanilla proofs of another
+//! randomness, and every kind of bad input, a clear error that leaves the engine proving.
+
+mod common;
+
+use std::{collections::BTreeMap, path::PathBuf, sync::OnceLock, time::Duration};
+
+use cuzk::{
+    engine::{Config, Engine},
+    porep::{self, FixtureShape},
+    post::{PostProof, PostRequest},
+    Status,
+};
+use filecoin_proofs_api::{post as fp, PrivateReplicaInfo, PublicReplicaInfo, SectorId};
+
+const WINDOW: PostProof = PostProof::StackedDrgWindow2KiBV1_2;
+const WINNING: PostProof = PostProof::StackedDrgWinning2KiBV1;
+const MINER: u64 = 1000;
+
+/// One sealed 2KiB sector: its id, comm_r, replica and cache directory.
+struct Sector {
+    id: u64,
+    comm_r: [u8; 32],
+    replica: PathBuf,
+    cache: PathBuf,
+}
+
+/// Three sectors of miner 1000 (ids 1 to 3), sealed once per test process.
+fn sectors() -> &'static [Sector] {
+    static SECTORS: OnceLock<(tempfile::TempDir, Vec<Sector>)> = OnceLock::new();
+    &SECTORS
+        .get_or_init(|| {
+            common::init();
+            let dir = tempfile::tempdir().unwrap();
+            let sectors: Vec<Sector> = (1..=3u64)
+                .map(|id| {
+                    let mut spec = common::tools::fixture::FixtureSpec::new(
+                        common::tools::fixture::v1_1_proof(2048).unwrap(),
+                        FixtureShape::default(),
+                    );
+                    spec.sector_id = id;
+                    spec.miner_id = MINER;
+                    spec.data_seed = 100 + id;
+                    let work = dir.path().join(format!("s{id}"));
+                    let c1 = common::tools::fixture::seal_c1(&spec, &work).unwrap();
+                    let comm_r = porep::parse_c1(&c1).unwrap().c1.comm_r;
+                    Sector {
+                        id,
+                        comm_r,
+                        replica: work.join("sealed"),
+                        cache: work.join("cache"),
+                    }
+                })
+                .collect();
+            // The PoSt parameters (random, marked, for the test size), made once; then
+            // filecoin-proofs' own prover and verifier over the sectors, as a cross-check.
+            for p in [WINDOW, WINNING] {
+                common::tools::fixture::ensure_post_params(p, &common::params_dir(), 0x5eed)
+                    .unwrap();
+            }
+            let refs: Vec<&Sector> = sectors.iter().collect();
+            let r = randomness(1);
+            let v = vanilla(WINDOW, &r, &refs);
+            let p =
+                fp::generate_window_post_with_vanilla(WINDOW, &r, prover_id(MINER), &v).unwrap();
+            assert!(fp::verify_window_post(
+                &r,
+                &[(WINDOW, &p[0].1)],
+                &replicas(WINDOW, &refs),
+                prover_id(MINER)
+            )
+            .unwrap());
+            let v = vanilla(WINNING, &r, &refs[..1]);
+            let p =
+                fp::generate_winning_post_with_vanilla(WINNING, &r, prover_id(MINER), &v).unwrap();
+            assert!(fp::verify_winning_post(
+                &r,
+                &p[0].1,
+                &replicas(WINNING, &refs[..1]),
+                prover_id(MINER)
+            )
+            .unwrap());
+            (dir, sectors)
+        })
+        .1
+}
+
+fn prover_id(miner: u64) -> [u8; 32] {
+    porep::prover_id_from_miner(miner)
+}
+
+/// A field element, as filecoin-ffi passes the chain's randomness.
+fn randomness(seed: u8) -> [u8; 32] {
+    let mut r = [seed; 32];
+    r[31] &= 0x3f;
+    r
+}
+
+/// The vanilla proofs of `sectors` for `proof` and `randomness`, as a node makes them
+/// (filecoin-ffi's GenerateFallbackSectorChallenges and GenerateSingleVanillaProof).
+fn vanilla(proof: PostProof, randomness: &[u8; 32], sectors: &[&Sector]) -> Vec<Vec<u8>> {
+    let ids: Vec<SectorId> = sectors.iter().map(|s| SectorId::from(s.id)).collect();
+    let challenges =
+        fp::generate_fallback_sector_challenges(proof, randomness, &ids, prover_id(MINER)).unwrap();
+    sectors
+        .iter()
+        .map(|s| {
+            let replica =
+                PrivateReplicaInfo::new(proof, s.comm_r, s.cache.clone(), s.replica.clone());
+            fp::generate_single_vanilla_proof(
+                proof,
+                SectorId::from(s.id),
+                &replica,
+                &challenges[&SectorId::from(s.id)],
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+fn replicas(proof: PostProof, sectors: &[&Sector]) -> BTreeMap<SectorId, PublicReplicaInfo> {
+    sectors
+        .iter()
+        .map(|s| {
+            (
+                SectorId::from(s.id),
+                PublicReplicaInfo::new(proof, s.comm_r),
+            )
+        })
+        .collect()
+}
+
+fn engine() -> Engine {
+    Engine::start(Config {
+        params_dir: common::params_dir(),
+        ..Config::default()
+    })
+    .unwrap()
+}
+
+fn prove(e: &Engine, req: &PostRequest) -> cuzk::Result<Vec<u8>> {
+    let id = e.submit_post(req)?;
+    e.await_job(id, Some(Duration::from_secs(600)))
+        .map(|out| out.proof)
+}
+
+fn request(proof: PostProof, randomness: [u8; 32], vanilla: Vec<Vec<u8>>) -> PostRequest {
+    PostRequest {
+        proof,
+        prover_id: prover_id(MINER),
+        randomness,
+        vanilla_proofs: vanilla,
+        partition: None,
+        priority: 0,
+    }
+}
+
+#[test]
+fn window_post_through_the_engine_is_accepted_by_filecoin_proofs() {
+    let all: Vec<&Sector> = sectors().iter().collect();
+    let e = engine();
+    let r = randomness(7);
+    // Three sectors, two a partition: two partitions, the second padded.
+    let proof = prove(&e, &request(WINDOW, r, vanilla(WINDOW, &r, &all))).unwrap();
+    assert_eq!(proof.len(), 2 * cuzk::PROOF_BYTES);
+    let ok = fp::verify_window_post(
+        &r,
+        &[(WINDOW, &proof)],
+        &replicas(WINDOW, &all),
+        prover_id(MINER),
+    )
+    .unwrap();
+    assert!(ok, "filecoin-proofs refused the engine's WindowPoSt");
+    // The same proof for another randomness, or for sectors of another comm_r, is refused by
+    // the verifier. (The prover id is no public input of filecoin-proofs' PoSt circuit: it
+    // chooses WinningPoSt's sector, and binds nothing in the proof.)
+    let other = randomness(8);
+    assert!(!fp::verify_window_post(
+        &other,
+        &[(WINDOW, &proof)],
+        &replicas(WINDOW, &all),
+        prover_id(MINER)
+    )
+    .unwrap_or(false));
+    let mut swapped = replicas(WINDOW, &all);
+    let first = swapped[&SectorId::from(1)].clone();
+    swapped.insert(SectorId::from(1), swapped[&SectorId::from(2)].clone());
+    swapped.insert(SectorId::from(2), first);
+    assert!(
+        !fp::verify_window_post(&r, &[(WINDOW, &proof)], &swapped, prover_id(MINER))
+            .unwrap_or(false)
+    );
+
+    // One partition at a time (GenerateSingleWindowPoStWithVanilla): partition 1 holds sector
+    // 3 only; its proof is the second 192 bytes of a full one's shape and verifies merged.
+    let mut parts = Vec::new();
+    for (k, chunk) in all.chunks(2).enumerate() {
+        let mut req = request(WINDOW, r, vanilla(WINDOW, &r, chunk));
+        req.partition = Some(k);
+        let p = prove(&e, &req).unwrap();
+        assert_eq!(p.len(), cuzk::PROOF_BYTES);
+        parts.extend(p);
+    }
+    let ok = fp::verify_window_post(
+        &r,
+        &[(WINDOW, &parts)],
+        &replicas(WINDOW, &all),
+        prover_id(MINER),
+    )
+    .unwrap();
+    assert!(
+        ok,
+        "filecoin-proofs refused the engine's partition proofs, merged"
+    );
+    e.shutdown().unwrap();
+}
+
+#[test]
+fn winning_post_through_the_engine_is_accepted_by_filecoin_proofs() {
+    let all: Vec<&Sector> = sectors().iter().collect();
+    let e = engine();
+    let r = randomness(9);
+    // The sector the chain challenges among the three (WinningPoSt proves one).
+    let picked =
+        fp::generate_winning_post_sector_challenge(WINNING, &r, all.len() as u64, prover_id(MINER))
+            .unwrap();
+    let s = all[picked[0] as usize];
+    let proof = prove(&e, &request(WINNING, r, vanilla(WINNING, &r, &[s]))).unwrap();
+    assert_eq!(proof.len(), cuzk::PROOF_BYTES);
+    let ok =
+        fp::verify_winning_post(&r, &proof, &replicas(WINNING, &[s]), prover_id(MINER)).unwrap();
+    assert!(ok, "filecoin-proofs refused the engine's WinningPoSt");
+    assert!(!fp::verify_winning_post(
+        &randomness(10),
+        &proof,
+        &replicas(WINNING, &[s]),
+        prover_id(MINER)
+    )
+    .unwrap_or(false));
+    e.shutdown().unwrap();
+}
+
+/// Bad input is a clear error and the engine goes on proving: vanilla proofs for another
+/// randomness or miner, malformed or truncated bytes, a sector twice, more sectors than the
+/// proof type or a partition holds, a partition index for WinningPoSt, a proof type the bytes
+/// are not of.
+#[test]
+fn bad_post_input_is_a_clear_error_and_the_engine_goes_on() {
+    let all: Vec<&Sector> = sectors().iter().collect();
+    let e = engine();
+    let r = randomness(11);
+    let good = vanilla(WINDOW, &r, &all[..2]);
+    let status = |req: PostRequest| e.submit_post(&req).map(|_| ()).unwrap_err();
+    let mut cases: Vec<(&str, PostRequest, Status)> = Vec::new();
+    cases.push((
+        "another randomness",
+        request(WINDOW, randomness(12), good.clone()),
+        Status::InvalidInput,
+    ));
+    let mut truncated = good.clone();
+    let half = truncated[1].len() / 2;
+    truncated[1].truncate(half);
+    cases.push((
+        "truncated bytes",
+        request(WINDOW, r, truncated),
+        Status::InvalidInput,
+    ));
+    cases.push((
+        "garbage",
+        request(WINDOW, r, vec![vec![0xff; 64]]),
+        Status::InvalidInput,
+    ));
+    cases.push((
+        "no proofs",
+        request(WINDOW, r, vec![]),
+        Status::InvalidInput,
+    ));
+    cases.push((
+        "a sector twice",
+        request(WINDOW, r, vec![good[0].clone(), good[0].clone()]),
+        Status::InvalidInput,
+    ));
+    let mut too_many = request(WINDOW, r, vanilla(WINDOW, &r, &all));
+    too_many.partition = Some(0);
+    cases.push((
+        "three sectors in a two-sector partition",
+        too_many,
+        Status::InvalidInput,
+    ));
+    let mut winning = vanilla(WINNING, &r, &all[..1]);
+    winning.extend(vanilla(WINNING, &r, &all[1..2]));
+    cases.push((
+        "two sectors for WinningPoSt",
+        request(WINNING, r, winning.clone()),
+        Status::InvalidInput,
+    ));
+    let mut indexed = request(WINNING, r, winning[..1].to_vec());
+    indexed.partition = Some(0);
+    cases.push((
+        "a partition index for WinningPoSt",
+        indexed,
+        Status::InvalidArgument,
+    ));
+    let mut not_field = request(WINDOW, [0xff; 32], good.clone());
+    not_field.partition = None;
+    cases.push((
+        "a randomness that is no field element",
+        not_field,
+        Status::InvalidArgument,
+    ));
+    for (what, req, want) in cases {
+        let err = status(req);
+        assert_eq!(err.status, want, "{what}: {err}");
+        assert!(!err.message.is_empty(), "{what}");
+    }
+    // Unharmed: the good request proves and verifies.
+    let proof = prove(&e, &request(WINDOW, r, good)).unwrap();
+    let ok = fp::verify_window_post(
+        &r,
+        &[(WINDOW, &proof)],
+        &replicas(WINDOW, &all[..2]),
+        prover_id(MINER),
+    )
+    .unwrap();
+    assert!(ok);
+    e.shutdown().unwrap();
+}
+
+/// The C ABI as a C program calls it: `cuzk_generate_post` (the blocking drop-in) and
+/// `cuzk_post_submit` then `cuzk_await`, their proofs accepted by filecoin-proofs; bad
+/// arguments a status and a message, nothing written.
+#[test]
+fn post_through_the_c_abi_is_accepted_by_filecoin_proofs() {
+    use cuzk::ffi::{
+        cuzk_await, cuzk_bytes, cuzk_bytes_free, cuzk_error, cuzk_error_free, cuzk_generate_post,
+        cuzk_post_request, cuzk_post_request_default, cuzk_post_submit, cuzk_slice,
+    };
+    let all: Vec<&Sector> = sectors().iter().collect();
+    let r = randomness(13);
+    let v = vanilla(WINDOW, &r, &all);
+    let slices: Vec<cuzk_slice> = v
+        .iter()
+        .map(|b| cuzk_slice {
+            ptr: b.as_ptr(),
+            len: b.len(),
+        })
+        .collect();
+    let fresh = || {
+        let mut req = std::mem::MaybeUninit::<cuzk_post_request>::uninit();
+        cuzk_post_request_default(req.as_mut_ptr());
+        // SAFETY: filled by cuzk_post_request_default.
+        let mut req = unsafe { req.assume_init() };
+        req.registered_proof = 10; // abi.RegisteredPoStProof_StackedDrgWindow2KiBV1_1
+        req.prover_id = prover_id(MINER);
+        req.randomness = r;
+        req.vanilla_proofs = slices.as_ptr();
+        req.vanilla_count = slices.len();
+        req
+    };
+    let mut err = cuzk_error {
+        status: Status::Ok,
+        message: std::ptr::null_mut(),
+    };
+    let mut out = cuzk_bytes {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+    let take = |out: &mut cuzk_bytes| {
+        // SAFETY: written by the library on success: `len` bytes at `ptr`.
+        let v = unsafe { std::slice::from_raw_parts(out.ptr, out.len) }.to_vec();
+        cuzk_bytes_free(out);
+        v
+    };
+    let verify = |proof: &[u8]| {
+        fp::verify_window_post(
+            &r,
+            &[(WINDOW, proof)],
+            &replicas(WINDOW, &all),
+            prover_id(MINER),
+        )
+        .unwrap()
+    };
+    let req = fresh();
+    assert_eq!(cuzk_generate_post(&req, &mut out, &mut err), Status::Ok);
+    let proof = take(&mut out);
+    assert_eq!(proof.len(), 2 * cuzk::PROOF_BYTES);
+    assert!(
+        verify(&proof),
+        "filecoin-proofs refused cuzk_generate_post's proof"
+    );
+    let mut id = 0u64;
+    assert_eq!(cuzk_post_submit(&req, &mut id, &mut err), Status::Ok);
+    assert_eq!(cuzk_await(id, -1, &mut out, &mut err), Status::Ok);
+    assert!(
+        verify(&take(&mut out)),
+        "filecoin-proofs refused the awaited proof"
+    );
+
+    // Bad arguments: a status, a message, nothing written.
+    let mut bad: Vec<(&str, cuzk_post_request, Status)> = Vec::new();
+    let mut q = fresh();
+    q.registered_proof = 99;
+    bad.push(("an unknown proof type", q, Status::InvalidArgument));
+    let mut q = fresh();
+    q.partition_index = -2;
+    bad.push(("a partition index below -1", q, Status::InvalidArgument));
+    let mut q = fresh();
+    q.vanilla_proofs = std::ptr::null();
+    bad.push(("NULL vanilla proofs", q, Status::InvalidArgument));
+    let mut q = fresh();
+    q.struct_size = 8;
+    bad.push(("a wrong struct_size", q, Status::InvalidArgument));
+    let mut q = fresh();
+    q.vanilla_count = 1;
+    q.randomness = randomness(14);
+    bad.push((
+        "vanilla proofs of another randomness",
+        q,
+        Status::InvalidInput,
+    ));
+    for (what, q, want) in bad {
+        let st = cuzk_generate_post(&q, &mut out, &mut err);
+        assert_eq!((st, err.status), (want, want), "{what}");
+        assert!(!err.message.is_null(), "{what}: no message");
+        assert!(out.ptr.is_null(), "{what}: a proof was written");
+        cuzk_error_free(&mut err);
+    }
+}
