@@ -86,10 +86,8 @@ func generatePoSt(r PoStRequest) ([]byte, error) {
 	return takeBytes(&out), nil
 }
 
-// GenerateWinningPoStWithVanilla is the drop-in for filecoin-ffi's: it proves a WinningPoSt
-// from its sector's vanilla proof and returns filecoin-proofs' proof, verified. It starts the
-// engine with defaults if none runs, and blocks until done.
-func GenerateWinningPoStWithVanilla(proofType abi.RegisteredPoStProof, minerID abi.ActorID,
+// wholePoSt proves every partition of a PoSt on the global engine: one proof of the type.
+func wholePoSt(proofType abi.RegisteredPoStProof, minerID abi.ActorID,
 	randomness abi.PoStRandomness, proofs [][]byte) ([]proof.PoStProof, error) {
 	b, err := generatePoSt(PoStRequest{ProofType: proofType, MinerID: minerID, Randomness: randomness,
 		VanillaProofs: proofs, Partition: -1})
@@ -99,16 +97,19 @@ func GenerateWinningPoStWithVanilla(proofType abi.RegisteredPoStProof, minerID a
 	return []proof.PoStProof{{PoStProof: proofType, ProofBytes: b}}, nil
 }
 
+// GenerateWinningPoStWithVanilla is the drop-in for filecoin-ffi's: it proves a WinningPoSt
+// from its sector's vanilla proof and returns filecoin-proofs' proof, verified. It starts the
+// engine with defaults if none runs, and blocks until done.
+func GenerateWinningPoStWithVanilla(proofType abi.RegisteredPoStProof, minerID abi.ActorID,
+	randomness abi.PoStRandomness, proofs [][]byte) ([]proof.PoStProof, error) {
+	return wholePoSt(proofType, minerID, randomness, proofs)
+}
+
 // GenerateWindowPoStWithVanilla is the drop-in for filecoin-ffi's: every partition of a
 // WindowPoSt from its sectors' vanilla proofs, one proof of partitions × 192 bytes.
 func GenerateWindowPoStWithVanilla(proofType abi.RegisteredPoStProof, minerID abi.ActorID,
 	randomness abi.PoStRandomness, proofs [][]byte) ([]proof.PoStProof, error) {
-	b, err := generatePoSt(PoStRequest{ProofType: proofType, MinerID: minerID, Randomness: randomness,
-		VanillaProofs: proofs, Partition: -1})
-	if err != nil {
-		return nil, err
-	}
-	return []proof.PoStProof{{PoStProof: proofType, ProofBytes: b}}, nil
+	return wholePoSt(proofType, minerID, randomness, proofs)
 }
 
 // GenerateSinglePartitionWindowPoStWithVanilla is the drop-in for filecoin-ffi's: partition

@@ -526,15 +526,9 @@ impl SrsCache {
 
     /// Ids of the parameter sets now resident in host memory.
     pub fn resident(&self) -> Vec<String> {
-        let slots: Vec<_> = self
-            .slots
-            .lock()
-            .iter()
-            .map(|(k, s)| (k.clone(), s.clone()))
-            .collect();
-        slots
+        self.ready()
             .into_iter()
-            .filter(|(_, s)| matches!(&*s.lock(), Slot::Ready(srs) if srs.host_resident()))
+            .filter(|(_, srs)| srs.host_resident())
             .map(|(k, _)| k)
             .collect()
     }

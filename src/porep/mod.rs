@@ -232,6 +232,64 @@ pub trait SealCircuits: Send + Sync {
     fn reference_assignment(&self, k: usize) -> Result<ProvingAssignment>;
 }
 
+/// Partition `k`'s full assignment from its `circuit` (every kind's `SealCircuits::synthesize`).
+pub(crate) fn synthesize_circuit<C: Circuit<Fr>>(
+    circuit: C,
+    k: usize,
+    size: Option<CircuitSize>,
+    abort: Option<Arc<AtomicBool>>,
+) -> Result<ProvingAssignment> {
+    catch("synthesis", Status::Proving, || {
+        ProvingAssignment::synthesize_abortable(circuit, size, abort)
+            .map_err(|e| Error::proving(format!("synthesis of partition {k} failed: {e}")))
+    })
+}
+
+/// The R1CS of circuit `id` recorded from its `blank` instance (`SealCircuits::record`).
+pub(crate) fn record_circuit<C: Circuit<Fr>>(
+    blank: C,
+    id: &str,
+    abort: Option<Arc<AtomicBool>>,
+) -> Result<Recording> {
+    catch("recording", Status::Internal, || {
+        RecordingCS::record(blank, id, abort)
+            .map_err(|e| Error::internal(format!("recording circuit {id}: {e}")))
+    })
+}
+
+/// Partition `k`'s witness only (`SealCircuits::synthesize_witness`).
+pub(crate) fn witness_of<C: Circuit<Fr>>(
+    circuit: C,
+    k: usize,
+    aux_hint: Option<usize>,
+    abort: Option<Arc<AtomicBool>>,
+) -> Result<Witness> {
+    catch("witness synthesis", Status::Proving, || {
+        WitnessTarget::synthesize(circuit, aux_hint, abort)
+            .map_err(|e| Error::proving(format!("witness synthesis of partition {k} failed: {e}")))
+    })
+}
+
+/// The reference assignment of a circuit (`circuit()` makes it, twice) from bellperson's own
+/// `MetricCS` and `WitnessCS` (`SealCircuits::reference_assignment`).
+pub(crate) fn reference_of<C: Circuit<Fr>>(
+    circuit: impl Fn() -> Result<C>,
+) -> Result<ProvingAssignment> {
+    let mut metric = MetricCS::<Fr>::new();
+    circuit()?
+        .synthesize(&mut metric)
+        .map_err(|e| Error::proving(format!("MetricCS synthesis: {e}")))?;
+    let mut witness = WitnessCS::<Fr>::new();
+    circuit()?
+        .synthesize(&mut witness)
+        .map_err(|e| Error::proving(format!("WitnessCS synthesis: {e}")))?;
+    Ok(crate::prover::reference::assignment_from(
+        metric.constraints(),
+        witness.scalar_inputs(),
+        witness.scalar_aux(),
+    ))
+}
+
 type PieceDomain = DefaultPieceDomain;
 
 struct StackedSeal<Tree: 'static + MerkleTreeTrait> {
@@ -280,11 +338,7 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
         size: Option<CircuitSize>,
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<ProvingAssignment> {
-        let circuit = self.circuit(k)?;
-        catch("synthesis", Status::Proving, || {
-            ProvingAssignment::synthesize_abortable(circuit, size, abort)
-                .map_err(|e| Error::proving(format!("synthesis of partition {k} failed: {e}")))
-        })
+        synthesize_circuit(self.circuit(k)?, k, size, abort)
     }
 
     fn record(&self, abort: Option<Arc<AtomicBool>>) -> Result<Recording> {
@@ -292,10 +346,7 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
             <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(
                 &self.pub_params,
             );
-        catch("recording", Status::Internal, || {
-            RecordingCS::record(blank, &self.params_id, abort)
-                .map_err(|e| Error::internal(format!("recording circuit {}: {e}", self.params_id)))
-        })
+        record_circuit(blank, &self.params_id, abort)
     }
 
     fn synthesize_witness(
@@ -304,12 +355,7 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
         aux_hint: Option<usize>,
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<Witness> {
-        let circuit = self.circuit(k)?;
-        catch("witness synthesis", Status::Proving, || {
-            WitnessTarget::synthesize(circuit, aux_hint, abort).map_err(|e| {
-                Error::proving(format!("witness synthesis of partition {k} failed: {e}"))
-            })
-        })
+        witness_of(self.circuit(k)?, k, aux_hint, abort)
     }
 
     fn native_partition(&self, k: usize) -> Result<crate::pce::native::stacked::Partition> {
@@ -341,19 +387,7 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for StackedSeal<Tree> {
     }
 
     fn reference_assignment(&self, k: usize) -> Result<ProvingAssignment> {
-        let mut metric = MetricCS::<Fr>::new();
-        self.circuit(k)?
-            .synthesize(&mut metric)
-            .map_err(|e| Error::proving(format!("MetricCS synthesis: {e}")))?;
-        let mut witness = WitnessCS::<Fr>::new();
-        self.circuit(k)?
-            .synthesize(&mut witness)
-            .map_err(|e| Error::proving(format!("WitnessCS synthesis: {e}")))?;
-        Ok(crate::prover::reference::assignment_from(
-            metric.constraints(),
-            witness.scalar_inputs(),
-            witness.scalar_aux(),
-        ))
+        reference_of(|| self.circuit(k))
     }
 }
 
@@ -601,10 +635,7 @@ fn record_tree<Tree: 'static + MerkleTreeTrait>(
     >>::cache_identifier(&pp);
     let blank =
         <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
-    catch("recording", Status::Internal, || {
-        RecordingCS::record(blank, &id, abort)
-            .map_err(|e| Error::internal(format!("recording circuit {id}: {e}")))
-    })
+    record_circuit(blank, &id, abort)
 }
 
 /// The R1CS of a proof type's (or fixture shape's) circuit, recorded from its blank instance:

@@ -14,10 +14,6 @@ use std::{
     sync::{atomic::AtomicBool, Arc},
 };
 
-use bellperson::{
-    util_cs::{metric_cs::MetricCS, witness_cs::WitnessCS, Comparable},
-    Circuit, ConstraintSystem,
-};
 use blstrs::Scalar as Fr;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{
@@ -39,8 +35,11 @@ pub use filecoin_proofs_api::RegisteredPoStProof as PostProof;
 use crate::{
     error::{catch, Error, Result, Status},
     params::CircuitSize,
-    pce::{Recording, RecordingCS, Witness, WitnessTarget},
-    porep::{with_tree_shape, Class, PreparedJob, SealCircuits, Shape},
+    pce::{Recording, Witness},
+    porep::{
+        record_circuit, reference_of, synthesize_circuit, with_tree_shape, witness_of, Class,
+        PreparedJob, SealCircuits, Shape,
+    },
     prover::ProvingAssignment,
 };
 
@@ -181,10 +180,7 @@ fn record_tree<Tree: 'static + MerkleTreeTrait>(
         .map_err(|e| Error::from_anyhow(Status::Internal, "PoSt public parameters", e))?;
     let id = params_id_tree::<Tree>(config)?;
     let blank = FallbackPoStCompound::<Tree>::blank_circuit(&pp);
-    catch("recording", Status::Internal, || {
-        RecordingCS::record(blank, &id, abort)
-            .map_err(|e| Error::internal(format!("recording circuit {id}: {e}")))
-    })
+    record_circuit(blank, &id, abort)
 }
 
 type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
@@ -369,19 +365,12 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for FallbackPost<Tree> {
         size: Option<CircuitSize>,
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<ProvingAssignment> {
-        let circuit = self.circuit(k)?;
-        catch("synthesis", Status::Proving, || {
-            ProvingAssignment::synthesize_abortable(circuit, size, abort)
-                .map_err(|e| Error::proving(format!("synthesis of partition {k} failed: {e}")))
-        })
+        synthesize_circuit(self.circuit(k)?, k, size, abort)
     }
 
     fn record(&self, abort: Option<Arc<AtomicBool>>) -> Result<Recording> {
         let blank = FallbackPoStCompound::<Tree>::blank_circuit(&self.pub_params);
-        catch("recording", Status::Internal, || {
-            RecordingCS::record(blank, &self.params_id, abort)
-                .map_err(|e| Error::internal(format!("recording circuit {}: {e}", self.params_id)))
-        })
+        record_circuit(blank, &self.params_id, abort)
     }
 
     fn synthesize_witness(
@@ -390,12 +379,7 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for FallbackPost<Tree> {
         aux_hint: Option<usize>,
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<Witness> {
-        let circuit = self.circuit(k)?;
-        catch("witness synthesis", Status::Proving, || {
-            WitnessTarget::synthesize(circuit, aux_hint, abort).map_err(|e| {
-                Error::proving(format!("witness synthesis of partition {k} failed: {e}"))
-            })
-        })
+        witness_of(self.circuit(k)?, k, aux_hint, abort)
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
@@ -410,19 +394,7 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for FallbackPost<Tree> {
     }
 
     fn reference_assignment(&self, k: usize) -> Result<ProvingAssignment> {
-        let mut metric = MetricCS::<Fr>::new();
-        self.circuit(k)?
-            .synthesize(&mut metric)
-            .map_err(|e| Error::proving(format!("MetricCS synthesis: {e}")))?;
-        let mut witness = WitnessCS::<Fr>::new();
-        self.circuit(k)?
-            .synthesize(&mut witness)
-            .map_err(|e| Error::proving(format!("WitnessCS synthesis: {e}")))?;
-        Ok(crate::prover::reference::assignment_from(
-            metric.constraints(),
-            witness.scalar_inputs(),
-            witness.scalar_aux(),
-        ))
+        reference_of(|| self.circuit(k))
     }
 }
 
