@@ -103,7 +103,21 @@ type EngineStatus struct {
 	// fallback from the GPUs), could not reserve their host memory beside what is held now:
 	// such a partition would fail its job (see Admission.CPUFallbackFits).
 	CPUFallbackUnfit []string `json:"cpu_fallback_unfit"`
-	Devices          []Device `json:"devices"`
+	// Classes: per class ("winning_post", "window_post", "throughput"), highest first.
+	Classes []ClassStatus `json:"classes"`
+	Devices []Device      `json:"devices"`
+}
+
+// ClassStatus is one class's queues and latency: partitions queued, jobs completed, and the
+// submission-to-result milliseconds of its latest job and, over its latest (up to 256), the
+// median and 99th percentile (nil before any).
+type ClassStatus struct {
+	Class    string  `json:"class"`
+	Queued   uint64  `json:"queued"`
+	JobsDone uint64  `json:"jobs_done"`
+	LastMs   *uint64 `json:"last_ms"`
+	P50Ms    *uint64 `json:"p50_ms"`
+	P99Ms    *uint64 `json:"p99_ms"`
 }
 
 func (e *Engine) metrics(format uint32) ([]byte, error) {

@@ -232,6 +232,21 @@ fn winning_post_through_the_engine_is_accepted_by_filecoin_proofs() {
     let ok =
         fp::verify_winning_post(&r, &proof, &replicas(WINNING, &[s]), prover_id(MINER)).unwrap();
     assert!(ok, "filecoin-proofs refused the engine's WinningPoSt");
+    // The status reports the class's latency (highest class first), nothing queued.
+    let st = e.status();
+    let c = &st.classes[0];
+    assert_eq!(
+        (c.class, c.jobs_done, c.queued),
+        ("winning_post", 1, 0),
+        "{st:?}"
+    );
+    assert!(
+        c.last_ms.is_some() && c.p50_ms == c.last_ms && c.p99_ms == c.last_ms,
+        "{c:?}"
+    );
+    assert!(st
+        .prometheus()
+        .contains("cuzk_class_jobs_done_total{class=\"winning_post\"} 1"));
     assert!(!fp::verify_winning_post(
         &randomness(10),
         &proof,

@@ -25,6 +25,10 @@ pub(super) fn finish(inner: &Inner, job: &Job, res: Result<JobOutput>) {
     let (kind, detail) = match &res {
         Ok(_) => {
             inner.counters.completed.fetch_add(1, Ordering::Relaxed);
+            inner.counters.job_done(
+                job.class as usize,
+                job.submitted.elapsed().as_millis() as u64,
+            );
             (EventKind::JobDone, String::new())
         }
         Err(e) if e.status == Status::Cancelled => {

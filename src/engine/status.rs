@@ -25,6 +25,44 @@ pub(super) struct Counters {
     pub(super) native_distrusted: AtomicU64,
     /// Partitions that waited for their circuit's recording rather than synthesize in full.
     pub(super) recording_waits: AtomicU64,
+    /// Per class (`porep::Class` as index): submit-to-done milliseconds of its latest
+    /// completed jobs (at most [`LATENCIES_KEPT`]), and its completed jobs in all.
+    pub(super) class_latency: parking_lot::Mutex<[std::collections::VecDeque<u64>; 3]>,
+    pub(super) class_done: [AtomicU64; 3],
+}
+
+/// Completed jobs per class whose latency the status's percentiles are taken over.
+pub(super) const LATENCIES_KEPT: usize = 256;
+
+/// The classes' names, by `porep::Class` as index.
+const CLASS_NAMES: [&str; 3] = ["throughput", "window_post", "winning_post"];
+
+impl Counters {
+    /// Counts a completed job of class `class` that took `ms` from submission.
+    pub(super) fn job_done(&self, class: usize, ms: u64) {
+        self.class_done[class].fetch_add(1, Ordering::Relaxed);
+        let mut l = self.class_latency.lock();
+        if l[class].len() == LATENCIES_KEPT {
+            l[class].pop_front();
+        }
+        l[class].push_back(ms);
+    }
+}
+
+/// One class's queues and latency (WinningPoSt, WindowPoSt, PoRep and the other throughput
+/// kinds: `porep::Class`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ClassStatus {
+    pub class: &'static str,
+    /// Partitions of the class waiting for a synthesis worker or a prover.
+    pub queued: u64,
+    /// Jobs of the class completed.
+    pub jobs_done: u64,
+    /// Submission to result of its latest completed job, and the median and 99th percentile
+    /// over its latest completed jobs (up to 256), in milliseconds.
+    pub last_ms: Option<u64>,
+    pub p50_ms: Option<u64>,
+    pub p99_ms: Option<u64>,
 }
 
 /// A snapshot of the engine's state.
@@ -101,6 +139,8 @@ pub struct EngineStatus {
     /// streamed card's pinned copy, resident sets): such a partition would fail its job with
     /// RESOURCE_EXHAUSTED. Admission says the same per proof type (`cpu_fallback_fits`).
     pub cpu_fallback_unfit: Vec<String>,
+    /// Per class, highest first: queued partitions, completed jobs, latency.
+    pub classes: Vec<ClassStatus>,
     pub devices: Vec<DeviceStatus>,
 }
 
@@ -257,6 +297,30 @@ impl EngineStatus {
             "Parameter sets in memory.",
             &one(self.resident_params.len() as f64),
         );
+        let class = |f: &dyn Fn(&ClassStatus) -> Option<f64>| -> Vec<(String, f64)> {
+            self.classes
+                .iter()
+                .filter_map(|c| f(c).map(|v| (format!("{{class=\"{}\"}}", c.class), v)))
+                .collect()
+        };
+        metric(
+            "cuzk_class_queued_partitions",
+            "gauge",
+            "Partitions of the class waiting for a synthesis worker or a prover.",
+            &class(&|c| Some(c.queued as f64)),
+        );
+        metric(
+            "cuzk_class_jobs_done_total",
+            "counter",
+            "Jobs of the class completed.",
+            &class(&|c| Some(c.jobs_done as f64)),
+        );
+        metric(
+            "cuzk_class_latency_p99_seconds",
+            "gauge",
+            "99th percentile of submission to result over the class's latest completed jobs.",
+            &class(&|c| c.p99_ms.map(|ms| ms as f64 / 1e3)),
+        );
         metric(
             "cuzk_params_cpu_fallback_unfit",
             "gauge",
@@ -342,6 +406,32 @@ impl EngineStatus {
     }
 }
 
+/// The classes' queues and latencies, highest class first.
+fn classes(i: &super::Inner) -> Vec<ClassStatus> {
+    let mut queued = [0u64; 3];
+    i.synth_q
+        .for_each(|k, _| queued[(k.class as usize).min(2)] += 1);
+    i.prove_q
+        .for_each(|k, _| queued[(k.class as usize).min(2)] += 1);
+    let lat = i.counters.class_latency.lock().clone();
+    (0..3)
+        .rev()
+        .map(|c| {
+            let mut v: Vec<u64> = lat[c].iter().copied().collect();
+            v.sort_unstable();
+            let pct = |p: usize| (!v.is_empty()).then(|| v[(v.len() * p / 100).min(v.len() - 1)]);
+            ClassStatus {
+                class: CLASS_NAMES[c],
+                queued: queued[c],
+                jobs_done: i.counters.class_done[c].load(Ordering::Relaxed),
+                last_ms: lat[c].back().copied(),
+                p50_ms: pct(50),
+                p99_ms: pct(99),
+            }
+        })
+        .collect()
+}
+
 impl Engine {
     /// A snapshot of the engine (also drops finished jobs past their retention).
     pub fn status(&self) -> EngineStatus {
@@ -395,6 +485,7 @@ impl Engine {
             native_distrusted: i.counters.native_distrusted.load(Ordering::Relaxed),
             recording_waits: i.counters.recording_waits.load(Ordering::Relaxed),
             resident_params: i.srs.resident(),
+            classes: classes(i),
             cpu_fallback_unfit: i
                 .srs
                 .ready()
