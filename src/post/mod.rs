@@ -149,13 +149,24 @@ fn vanilla_params(config: &PoStConfig) -> Result<fallback::SetupParams> {
     })
 }
 
-fn params_id_tree<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<String> {
-    let pp = FallbackPoSt::<Tree>::setup(&vanilla_params(config)?)
-        .map_err(|e| Error::from_anyhow(Status::Internal, "PoSt public parameters", e))?;
-    Ok(<FallbackPoStCompound<Tree> as CacheableParameters<
+/// The fallback PoSt's public parameters of a proof type's configuration.
+fn public_params<Tree: 'static + MerkleTreeTrait>(
+    config: &PoStConfig,
+) -> Result<fallback::PublicParams> {
+    FallbackPoSt::<Tree>::setup(&vanilla_params(config)?)
+        .map_err(|e| Error::from_anyhow(Status::Internal, "PoSt public parameters", e))
+}
+
+/// The parameter cache id of the circuit of public parameters `pp`.
+fn cache_id<Tree: 'static + MerkleTreeTrait>(pp: &fallback::PublicParams) -> String {
+    <FallbackPoStCompound<Tree> as CacheableParameters<
         FallbackPoStCircuit<Tree>,
         fallback::PublicParams,
-    >>::cache_identifier(&pp))
+    >>::cache_identifier(pp)
+}
+
+fn params_id_tree<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<String> {
+    Ok(cache_id::<Tree>(&public_params::<Tree>(config)?))
 }
 
 /// The R1CS of a PoSt proof type's circuit, recorded from its blank instance (no vanilla
@@ -176,9 +187,8 @@ fn record_tree<Tree: 'static + MerkleTreeTrait>(
     config: &PoStConfig,
     abort: Option<Arc<AtomicBool>>,
 ) -> Result<Recording> {
-    let pp = FallbackPoSt::<Tree>::setup(&vanilla_params(config)?)
-        .map_err(|e| Error::from_anyhow(Status::Internal, "PoSt public parameters", e))?;
-    let id = params_id_tree::<Tree>(config)?;
+    let pp = public_params::<Tree>(config)?;
+    let id = cache_id::<Tree>(&pp);
     let blank = FallbackPoStCompound::<Tree>::blank_circuit(&pp);
     record_circuit(blank, &id, abort)
 }
@@ -268,7 +278,9 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
             .collect(),
         k: req.partition,
     };
-    // filecoin-proofs' own split and check of the vanilla proofs (it verifies them all).
+    // filecoin-proofs' own split and check of the vanilla proofs: both verify every proof
+    // against the randomness and its sector (one partition: as partition k of the sectors
+    // given, as filecoin-proofs' verifier takes it).
     let bad = |e| Error::from_anyhow(Status::InvalidInput, "the vanilla proofs", e);
     let proofs = catch("checking the vanilla proofs", Status::InvalidInput, || {
         if req.partition.is_some() {
@@ -291,19 +303,6 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
             .map_err(bad)
         }
     })?;
-    if let Some(k) = req.partition {
-        // As filecoin-proofs' verifier takes it: partition k of the sectors given.
-        let ok = catch("checking the vanilla proofs", Status::InvalidInput, || {
-            FallbackPoSt::<Tree>::verify(&pub_params.vanilla_params, &pub_inputs, &proofs[0])
-                .map_err(bad)
-        })?;
-        if !ok {
-            return Err(Error::invalid_input(format!(
-                "the vanilla proofs of partition {k} do not verify against the randomness, \
-                 prover id and sectors"
-            )));
-        }
-    }
     // WinningPoSt's circuit takes its one sector's challenges as that many one-challenge
     // sectors: its public inputs are the sector repeated (as filecoin-proofs' verifier
     // builds them), not padded from one.
@@ -316,7 +315,7 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
     } else {
         pub_inputs
     };
-    let params_id = params_id_tree::<Tree>(&config)?;
+    let params_id = cache_id::<Tree>(&pub_params.vanilla_params);
     Ok(Arc::new(FallbackPost::<Tree> {
         shape: Shape {
             sector_size: u64::from(req.proof.sector_size()),

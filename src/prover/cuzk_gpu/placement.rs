@@ -336,7 +336,7 @@ impl CuzkGpuProver {
                 let least = self.least_bytes(srs);
                 // Never (the card, or its limit, is too small: passed over, the partitions go
                 // elsewhere) or not now (another process holds the memory: waited for).
-                let never = self.capacity(i).is_some_and(|c| least > c);
+                let never = self.never_holds(i, srs);
                 let e = Error::new(
                     if never {
                         Status::Unsupported
