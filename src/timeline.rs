@@ -55,7 +55,8 @@ pub enum EventKind {
     GpuStart = 5,
     /// Proving ended (value: milliseconds; detail: the device, or `failed` /
     /// `failed;retry=cpu` when it failed, or `hung;synthesize-again` when the watchdog gave
-    /// the call up).
+    /// the call up, or `yielded` when the call stopped before it for a partition of a
+    /// higher class or priority: it is queued again).
     GpuEnd = 6,
     /// The job finished with a proof (job-level; value: milliseconds since it was queued).
     JobDone = 7,

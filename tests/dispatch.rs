@@ -1165,3 +1165,140 @@ fn a_gpu_proof_that_fails_the_self_check_is_proved_again_and_its_gpu_faulted() {
         engine.shutdown().unwrap();
     });
 }
+
+/// The jobs in the order their `JobDone` events came, once `n` have come (the sink is fed
+/// after an await may return).
+fn done_order(events: &Mutex<Vec<cuzk::timeline::Event>>, n: usize) -> Vec<u64> {
+    let done = || -> Vec<u64> {
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == cuzk::timeline::EventKind::JobDone)
+            .map(|e| e.job)
+            .collect()
+    };
+    common::wait_until(60, "the jobs' JobDone events", || done().len() >= n);
+    done()
+}
+
+/// Issue 44: a GPU call proving a batch took every partition of it before a partition of a
+/// higher class or priority waiting behind it (a priority job inside a stream finished at 66%
+/// of the stream). The call now stops between partitions: A's batch of two is on the GPU
+/// when P (priority 10) is synthesized; the call proves the partition it is on and gives the
+/// other back, P is proved next, then A's second.
+#[test]
+fn a_gpu_call_stops_between_partitions_for_a_higher_one_and_loses_no_work() {
+    // Two partitions: the shape the other tests here use (filecoin-proofs' partition table is
+    // one per process).
+    let p2 = FixtureShape {
+        partitions: 2,
+        layers: 0,
+    };
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let (spec2, _, c1_p2) = common::fixture(p2);
+    let sim = Arc::new(SimState::dummy(4, vec![]).gated(2));
+    let gates = sim.gates.clone();
+    let engine = sim_engine(&sim, Config::default());
+    let events: Arc<Mutex<Vec<cuzk::timeline::Event>>> = Arc::default();
+    let ev = events.clone();
+    engine.add_timeline_sink(Arc::new(move |e| ev.lock().unwrap().push(e.clone())));
+    let e = engine.clone();
+    let s = sim.clone();
+    common::within(600, "preemption between partitions", move || {
+        let _opens: Vec<_> = gates.iter().map(|g| common::Opens(g.clone())).collect();
+        // W holds the GPU at gate 1 while A's two partitions are synthesized.
+        let w = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
+        common::wait_until(120, "W on the GPU", || e.status().proving == 1);
+        let a = e.submit(request(&spec2, &c1_p2, p2)).unwrap();
+        common::wait_until(120, "A synthesized", || e.status().prover_queue == 2);
+        gates[0].open();
+        // A's batch of two waits at gate 2 while P is synthesized.
+        common::wait_until(120, "A on the GPU", || {
+            s.calls.lock().unwrap().len() == 2 && e.status().proving == 2
+        });
+        let mut hi = request(&spec, &c1, FixtureShape::default());
+        hi.priority = 10;
+        let p = e.submit(hi).unwrap();
+        common::wait_until(120, "P synthesized", || e.status().prover_queue == 1);
+        gates[1].open();
+        for id in [w, p, a] {
+            let out = e.await_job(id, common::JOB_DEADLINE).unwrap();
+            assert!(out.partitions.iter().all(|p| !p.cpu_retry), "{out:?}");
+        }
+        let sizes: Vec<usize> = s.calls.lock().unwrap().iter().map(|c| c.1).collect();
+        assert_eq!(
+            sizes,
+            vec![1, 2, 1, 1],
+            "A's call stopped after one partition"
+        );
+        assert_eq!(s.yields.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(done_order(&events, 3), vec![w, p, a], "P before A");
+        let yielded = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|x| x.kind == cuzk::timeline::EventKind::GpuEnd && x.detail == "yielded")
+            .count();
+        assert_eq!(yielded, 1);
+        assert_eq!(e.status().failed, 0);
+    });
+    engine.shutdown().unwrap();
+}
+
+/// Issue 44: synthesis workers waited while the prover queue held its look-ahead of
+/// partitions, whatever came next: a higher partition stayed in the synthesis queue behind
+/// the stream. One that would be proved before every partition waiting is synthesized at once.
+#[test]
+fn a_higher_partition_is_synthesized_while_the_prover_queue_is_full() {
+    // Two partitions: the shape the other tests here use (filecoin-proofs' partition table is
+    // one per process).
+    let p2 = FixtureShape {
+        partitions: 2,
+        layers: 0,
+    };
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let (spec2, _, c1_p2) = common::fixture(p2);
+    let sim = Arc::new(SimState::dummy(1, vec![]).gated(1));
+    let gate = sim.gates[0].clone();
+    let engine = sim_engine(
+        &sim,
+        Config {
+            synthesis_workers: 1,
+            synthesis_lookahead: 1,
+            ..Config::default()
+        },
+    );
+    let events: Arc<Mutex<Vec<cuzk::timeline::Event>>> = Arc::default();
+    let ev = events.clone();
+    engine.add_timeline_sink(Arc::new(move |e| ev.lock().unwrap().push(e.clone())));
+    let e = engine.clone();
+    common::within(600, "synthesis of a higher partition", move || {
+        let _opens = common::Opens(gate.clone());
+        let w = e
+            .submit(request(&spec, &c1, FixtureShape::default()))
+            .unwrap();
+        common::wait_until(120, "W on the GPU", || e.status().proving == 1);
+        // A0 fills the prover queue's look-ahead; A1 waits to be synthesized.
+        let a = e.submit(request(&spec2, &c1_p2, p2)).unwrap();
+        common::wait_until(120, "A0 synthesized", || {
+            let st = e.status();
+            st.prover_queue == 1 && st.synthesis_queue == 1 && st.synthesizing == 0
+        });
+        let mut hi = request(&spec, &c1, FixtureShape::default());
+        hi.priority = 10;
+        let p = e.submit(hi).unwrap();
+        common::wait_until(120, "P synthesized past the look-ahead", || {
+            let st = e.status();
+            st.prover_queue == 2 && st.synthesis_queue == 1
+        });
+        gate.open();
+        for id in [w, p, a] {
+            e.await_job(id, common::JOB_DEADLINE).unwrap();
+        }
+        assert_eq!(done_order(&events, 3), vec![w, p, a]);
+    });
+    engine.shutdown().unwrap();
+}

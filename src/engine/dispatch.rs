@@ -30,7 +30,7 @@ use crate::{
     error::{catch, Error, Result, Status},
     params::{HostPath, Srs},
     pce,
-    prover::{ProverBackend, ProvingAssignment, StageTimes},
+    prover::{is_yielded, Between, ProverBackend, ProvingAssignment, StageTimes},
     timeline::EventKind,
 };
 
@@ -185,13 +185,28 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
         times: vec![StageTimes::default(); n],
     };
     let held: u64 = batch.reservations.iter().map(Reservation::bytes).sum();
+    // Preemption between partitions: the call stops before its next partition where one that
+    // ranks above every partition of the batch (a higher class, or priority) waits.
+    let rank = parts
+        .iter()
+        .map(|p| p.job.key(p.k).rank())
+        .max()
+        .unwrap_or((0, i32::MIN));
     let call = {
         let (srs, rs, ss) = (srs.clone(), rs.clone(), ss.clone());
         move |inner: &Inner| {
             let mut b = batch;
             let backend = inner.backends[d].as_ref();
-            let results =
-                prove_or_refuse(backend, use_gpu, &mut b.works, &srs, &rs, &ss, &mut b.times);
+            let stop = || inner.prove_q.top_rank().is_some_and(|r| r > rank);
+            let results = prove_or_refuse(
+                backend,
+                use_gpu,
+                &mut b.works,
+                &srs,
+                (&rs, &ss),
+                &mut b.times,
+                &stop,
+            );
             (b, results)
         }
     };
@@ -277,6 +292,10 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
         }
         match result {
             Ok(proof) => back.proved(p, slot, times[i], proof),
+            Err(e) if is_yielded(&e) && works[i].is_some() => {
+                let work = works[i].take().expect("checked above");
+                back.yielded(p, slot, work);
+            }
             Err(_) if waits[i] => {
                 let work = works[i].take().expect("checked above");
                 back.wait_for_room(p, slot, work);
@@ -369,14 +388,14 @@ fn prove_or_refuse(
     use_gpu: bool,
     works: &mut [Option<Work>],
     srs: &Srs,
-    rs: &[Fr],
-    ss: &[Fr],
+    (rs, ss): (&[Fr], &[Fr]),
     times: &mut [StageTimes],
+    stop: Between<'_>,
 ) -> Vec<(usize, Result<Proof<Bls12>>)> {
     let n = works.len();
     if use_gpu {
         catch("the prover", Status::Panic, || {
-            Ok(prove_works(backend, works, srs, rs, ss, times))
+            Ok(prove_works(backend, works, srs, (rs, ss), times, stop))
         })
         .unwrap_or_else(|e| {
             (0..n)
@@ -462,6 +481,23 @@ impl Returned<'_> {
             reservation: reservation.expect("a returned call gives its partitions' memory back"),
             synth_end,
             room_since,
+        }
+    }
+
+    /// The call stopped before partition `p` for one of a higher rank: it goes back to the
+    /// prover queue with its work and memory, and its device takes it up after that one.
+    fn yielded(&self, p: InFlight, slot: usize, work: Work) {
+        let inner = self.inner;
+        let (job, k) = (p.job.clone(), p.k);
+        emit(inner, EventKind::GpuEnd, &job, k, slot, 0.0, "yielded");
+        let room_since = p.room_since;
+        let item = self.item(p, work, room_since);
+        if inner.prove_q.push(job.key(k), item).is_err() {
+            finish(
+                inner,
+                &job,
+                Err(Error::new(Status::NotRunning, "the engine was shut down")),
+            );
         }
     }
 
@@ -553,9 +589,9 @@ fn prove_works(
     backend: &dyn ProverBackend,
     works: &mut [Option<Work>],
     srs: &Srs,
-    rs: &[Fr],
-    ss: &[Fr],
+    (rs, ss): (&[Fr], &[Fr]),
     times: &mut [StageTimes],
+    stop: Between<'_>,
 ) -> Vec<(usize, Result<Proof<Bls12>>)> {
     let n = works.len();
     let mut groups: Vec<(Arc<pce::Held>, Vec<usize>)> = Vec::new();
@@ -590,13 +626,14 @@ fn prove_works(
             .collect();
         let mut t = vec![StageTimes::default(); idx.len()];
         let out = backend
-            .prove_witness_batch(
+            .prove_witness_batch_between(
                 &held.r1cs(),
                 &ws,
                 srs,
                 &pick(idx, rs),
                 &pick(idx, ss),
                 &mut t,
+                stop,
             )
             .unwrap_or_else(|| {
                 // The retry worker computes the assignments on the CPU.
@@ -615,12 +652,13 @@ fn prove_works(
             })
             .collect();
         let mut t = vec![StageTimes::default(); asg_idx.len()];
-        let out = backend.prove_batch(
+        let out = backend.prove_batch_between(
             &mut asgs,
             srs,
             &pick(&asg_idx, rs),
             &pick(&asg_idx, ss),
             &mut t,
+            stop,
         );
         store(&asg_idx, out, t);
         for (&i, a) in asg_idx.iter().zip(asgs) {

@@ -23,6 +23,13 @@ impl Ord for Key {
             .then(o.partition.cmp(&self.partition))
     }
 }
+impl Key {
+    /// What decides who goes first across jobs: the class, then the priority.
+    pub fn rank(&self) -> (u8, i32) {
+        (self.class, self.priority)
+    }
+}
+
 impl PartialOrd for Key {
     fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(o))
@@ -115,10 +122,17 @@ impl<T> PriorityQueue<T> {
         Some((e.key, e.item))
     }
 
-    /// Waits until fewer than `n` items are queued, the queue is closed, or `give_up()` says so.
-    pub fn wait_below(&self, n: usize, give_up: impl Fn() -> bool) {
+    /// The class and priority of the item that would be taken next, if any.
+    pub fn top_rank(&self) -> Option<(u8, i32)> {
+        self.inner.lock().heap.peek().map(|e| e.key.rank())
+    }
+
+    /// Waits until fewer than `n` items are queued, the queue is closed, or `give_up(top)` says
+    /// so (`top`: the rank of the item that would be taken next; called with the queue
+    /// locked).
+    pub fn wait_below(&self, n: usize, give_up: impl Fn(Option<(u8, i32)>) -> bool) {
         let mut g = self.inner.lock();
-        while g.heap.len() >= n && !g.closed && !give_up() {
+        while g.heap.len() >= n && !g.closed && !give_up(g.heap.peek().map(|e| e.key.rank())) {
             self.taken
                 .wait_for(&mut g, std::time::Duration::from_millis(50));
         }
@@ -245,7 +259,7 @@ mod tests {
         let t = std::thread::spawn(move || {
             // give_up is asked each time the waiter checks the queue: once it has been, the
             // waiter has seen two items, and only the pop below can let it return.
-            q2.wait_below(2, || {
+            q2.wait_below(2, |_| {
                 asked2.store(true, std::sync::atomic::Ordering::SeqCst);
                 false
             });

@@ -491,10 +491,16 @@ pub(super) fn synth_worker(inner: &Arc<Inner>, w: usize) {
             }
             n => n,
         };
-        // Do not run ahead of the provers: synthesized partitions hold their memory until proved.
-        inner
-            .prove_q
-            .wait_below(lookahead, || !inner.running.load(Ordering::Acquire));
+        // Do not run ahead of the provers: synthesized partitions hold their memory until
+        // proved. A partition that would be proved before every one waiting (a higher class,
+        // or priority) is not held back: it jumps the queue at the GPU too.
+        inner.prove_q.wait_below(lookahead, |top| {
+            !inner.running.load(Ordering::Acquire)
+                || inner
+                    .synth_q
+                    .top_rank()
+                    .is_some_and(|r| top.is_none_or(|t| r > t))
+        });
         let Some((key, item)) = inner.synth_q.pop() else {
             break;
         };

@@ -209,6 +209,40 @@ pub trait ProverBackend: Send + Sync {
         Vec::new()
     }
 
+    /// [`ProverBackend::prove_batch`], asking `stop` before each partition after a device's
+    /// first: where it answers true (a partition of a higher class waits), the device's
+    /// partitions not yet begun come back [`yielded`], their assignments in place, and the
+    /// engine queues them again. The default proves them all.
+    fn prove_batch_between(
+        &self,
+        asgs: &mut [Option<ProvingAssignment>],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+        stop: Between<'_>,
+    ) -> Vec<(usize, Result<Proof<Bls12>>)> {
+        let _ = stop;
+        self.prove_batch(asgs, srs, rs, ss, times)
+    }
+
+    /// [`ProverBackend::prove_witness_batch`] stopping between partitions as
+    /// [`ProverBackend::prove_batch_between`] does. The default proves them all.
+    #[allow(clippy::too_many_arguments)]
+    fn prove_witness_batch_between(
+        &self,
+        r1cs: &SparseR1cs,
+        ws: &[ClassedWitness],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+        stop: Between<'_>,
+    ) -> Option<Vec<(usize, Result<Proof<Bls12>>)>> {
+        let _ = stop;
+        self.prove_witness_batch(r1cs, ws, srs, rs, ss, times)
+    }
+
     /// Proves `asgs.len() <= max_batch()` assignments; result `i` is for `asgs[i]`, with the
     /// index (into `devices()`) of the device that ran it. The default proves them in turn.
     fn prove_batch(
@@ -286,6 +320,23 @@ pub trait ProverBackend: Send + Sync {
         s: Fr,
         times: &mut StageTimes,
     ) -> Result<Proof<Bls12>>;
+}
+
+/// What a call asks between partitions: whether to stop before the next (a partition of a
+/// higher class waits for the device).
+pub type Between<'a> = &'a (dyn Fn() -> bool + Sync);
+
+const YIELDED: &str = "not begun: the device went to a partition of a higher class";
+
+/// The result of a partition a call did not begin because `stop` asked it to (its work is left
+/// in place): the engine queues it again. Never a job's outcome.
+pub fn yielded() -> crate::error::Error {
+    crate::error::Error::new(crate::error::Status::Cancelled, YIELDED)
+}
+
+/// Whether `e` is [`yielded`]'s.
+pub fn is_yielded(e: &crate::error::Error) -> bool {
+    e.status == crate::error::Status::Cancelled && e.message == YIELDED
 }
 
 /// `ProverBackend::prove` for a backend whose native call is `prove_batch`: a batch of one,

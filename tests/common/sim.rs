@@ -85,6 +85,9 @@ pub struct SimState {
     pub log: Mutex<Vec<(usize, usize, bool)>>,
     /// Per device: calls it is inside now (`busy_devices`, as cuzk's GPU prover reports them).
     pub inside: Vec<AtomicU64>,
+    /// Partitions that calls did not begin because the engine asked them to stop between
+    /// partitions (`prove_batch_between`), in all.
+    pub yields: AtomicU64,
     resident: Mutex<Option<cuzk::budget::Reservation>>,
 }
 
@@ -106,6 +109,7 @@ impl SimState {
             calls: Mutex::default(),
             log: Mutex::default(),
             inside: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            yields: AtomicU64::new(0),
             resident: Mutex::default(),
         }
     }
@@ -274,6 +278,21 @@ impl ProverBackend for SimGpus {
         ss: &[Fr],
         times: &mut [StageTimes],
     ) -> Vec<(usize, cuzk::Result<Proof<Bls12>>)> {
+        self.prove_batch_between(asgs, srs, rs, ss, times, &|| false)
+    }
+
+    /// Once through the call's gate, the partitions in turn; before each after a device's
+    /// first, `stop` is asked, as cuzk's GPU prover asks it: where it answers true the rest of
+    /// that device's partitions come back not begun (`cuzk::prover::yielded`).
+    fn prove_batch_between(
+        &self,
+        asgs: &mut [Option<ProvingAssignment>],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+        stop: cuzk::prover::Between<'_>,
+    ) -> Vec<(usize, cuzk::Result<Proof<Bls12>>)> {
         let sim = &self.0;
         let n = asgs.len();
         assert!(
@@ -303,10 +322,19 @@ impl ProverBackend for SimGpus {
         for &d in &devs {
             sim.inside[d].fetch_sub(1, Ordering::SeqCst);
         }
+        let mut stopped: Vec<usize> = Vec::new();
+        let later: Vec<bool> = (0..n)
+            .map(|i| i > 0 && placed[i - 1] == placed[i])
+            .collect();
         let out: Vec<(usize, cuzk::Result<Proof<Bls12>>)> = placed
             .into_iter()
             .enumerate()
             .map(|(i, d)| {
+                if stopped.contains(&d) || (later[i] && stop()) {
+                    stopped.push(d);
+                    sim.yields.fetch_add(1, Ordering::SeqCst);
+                    return (d, Err(cuzk::prover::yielded()));
+                }
                 let fault = answer == Answer::Fault
                     || sim.fail_next[d]
                         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))

@@ -55,8 +55,8 @@ use parking_lot::Mutex;
 
 use self::{device::Gpu, placement::Held};
 use super::{
-    prove_one_as_batch, ClassedWitness, GpuParams, ProverBackend, ProvingAssignment, SparseR1cs,
-    StageTimes,
+    prove_one_as_batch, Between, ClassedWitness, GpuParams, ProverBackend, ProvingAssignment,
+    SparseR1cs, StageTimes,
 };
 use crate::{
     error::{Error, Result, Status},
@@ -293,6 +293,19 @@ impl ProverBackend for CuzkGpuProver {
         ss: &[Fr],
         times: &mut [StageTimes],
     ) -> Option<Vec<(usize, Result<Proof<Bls12>>)>> {
+        self.prove_witness_batch_between(r1cs, ws, srs, rs, ss, times, &|| false)
+    }
+
+    fn prove_witness_batch_between(
+        &self,
+        r1cs: &SparseR1cs,
+        ws: &[ClassedWitness],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+        stop: Between<'_>,
+    ) -> Option<Vec<(usize, Result<Proof<Bls12>>)>> {
         let gpus = self.takers(srs);
         Some(self.split(&gpus, ws.len(), times, |g, items| {
             self.pipeline(
@@ -302,6 +315,7 @@ impl ProverBackend for CuzkGpuProver {
                 srs,
                 rs,
                 ss,
+                stop,
             )
         }))
     }
@@ -325,6 +339,18 @@ impl ProverBackend for CuzkGpuProver {
         ss: &[Fr],
         times: &mut [StageTimes],
     ) -> Vec<(usize, Result<Proof<Bls12>>)> {
+        self.prove_batch_between(asgs, srs, rs, ss, times, &|| false)
+    }
+
+    fn prove_batch_between(
+        &self,
+        asgs: &mut [Option<ProvingAssignment>],
+        srs: &Srs,
+        rs: &[Fr],
+        ss: &[Fr],
+        times: &mut [StageTimes],
+        stop: Between<'_>,
+    ) -> Vec<(usize, Result<Proof<Bls12>>)> {
         // Assignments are only read: after an error the engine proves them elsewhere.
         let asgs: &[Option<ProvingAssignment>] = asgs;
         let gpus = self.takers(srs);
@@ -333,7 +359,7 @@ impl ProverBackend for CuzkGpuProver {
                 None => Err(Error::internal("no assignment to prove")),
                 Some(a) => self.upload(g, a, srs),
             };
-            self.pipeline(g, items, upload, srs, rs, ss)
+            self.pipeline(g, items, upload, srs, rs, ss, stop)
         })
     }
 }

@@ -11,7 +11,7 @@ use super::{placement::Loaded, CuzkGpuProver};
 use crate::{
     error::{Error, Result, Status},
     params::Srs,
-    prover::{groth16::assemble_proof, StageTimes},
+    prover::{groth16::assemble_proof, yielded, Between, StageTimes},
     sys::gpu_prover::{KernelError, MsmResults, Stage},
 };
 
@@ -101,6 +101,11 @@ impl CuzkGpuProver {
     /// its own) overlapping the previous one's kernels, where the GPU's plan keeps two stages.
     /// A plan of one stage (the smallest cards) uploads after the previous partition's kernels:
     /// an overlapping upload would take a second stage the plan did not count.
+    ///
+    /// Before each partition after the first, `stop` is asked (before its upload, and again
+    /// before its kernels): where it answers true, that partition and those after it come back
+    /// [`yielded`] (an upload made is given back; the work stays with the caller).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn pipeline<U>(
         &self,
         g: usize,
@@ -109,6 +114,7 @@ impl CuzkGpuProver {
         srs: &Srs,
         rs: &[Fr],
         ss: &[Fr],
+        stop: Between<'_>,
     ) -> Vec<(usize, Result<Proof<Bls12>>, StageTimes)>
     where
         U: Fn(usize) -> Result<(Arc<Loaded>, Stage)> + Sync,
@@ -133,21 +139,51 @@ impl CuzkGpuProver {
             });
             (i, r, t)
         };
+        let all = items.clone();
+        let first = items.first().copied();
+        let mut out: Vec<(usize, Result<Proof<Bls12>>, StageTimes)> = Vec::new();
         if self.loaded(g, srs).is_ok_and(|l| l.plan.stages < 2) {
-            return items.into_iter().map(|i| prove(i, upload(i))).collect();
-        }
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<(Arc<Loaded>, Stage)>)>(0);
-        let upload = &upload;
-        std::thread::scope(|sc| {
-            sc.spawn(move || {
-                for i in items {
-                    if tx.send((i, upload(i))).is_err() {
+            for i in items {
+                if Some(i) != first && stop() {
+                    break;
+                }
+                out.push(prove(i, upload(i)));
+            }
+        } else {
+            let (tx, rx) =
+                std::sync::mpsc::sync_channel::<(usize, Result<(Arc<Loaded>, Stage)>)>(0);
+            let upload = &upload;
+            std::thread::scope(|sc| {
+                sc.spawn(move || {
+                    for i in items {
+                        if Some(i) != first && stop() {
+                            break;
+                        }
+                        if tx.send((i, upload(i))).is_err() {
+                            break;
+                        }
+                    }
+                });
+                for (i, up) in rx.iter() {
+                    if Some(i) != first && stop() {
+                        if let Ok((loaded, stage)) = up {
+                            self.put_back(g, &loaded, stage);
+                        }
                         break;
                     }
+                    out.push(prove(i, up));
                 }
+                // Dropping the receiver ends the uploads (their next send fails).
+                drop(rx);
             });
-            rx.into_iter().map(|(i, up)| prove(i, up)).collect()
-        })
+        }
+        let done: Vec<usize> = out.iter().map(|(i, ..)| *i).collect();
+        out.extend(
+            all.into_iter()
+                .filter(|i| !done.contains(i))
+                .map(|i| (i, Err(yielded()), StageTimes::default())),
+        );
+        out
     }
 
     /// Proves the partition in `stage` on GPU `g` and assembles the proof.
