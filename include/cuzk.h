@@ -204,7 +204,8 @@ enum cuzk_event_kind
   /**
    * Proving ended (value: milliseconds; detail: the device, or `failed` /
    * `failed;retry=cpu` when it failed, or `hung;synthesize-again` when the watchdog gave
-   * the call up).
+   * the call up, or `yielded` when the call stopped before it for a partition of a
+   * higher class or priority: it is queued again).
    */
   CUZK_EVENT_KIND_GPU_END = 6,
   /**
