@@ -11,6 +11,9 @@
 #                                       # or both (native, then small's 24 and 16 GiB limits)
 #                                       # or fresh (issue 43: fresh processes' first proofs,
 #                                       # a GPU shared with a co-tenant)
+#                                       # or post (issue 44: WinningPoSt beside a PoRep
+#                                       # stream, WindowPoSt alone, beside a 2KiB stream and
+#                                       # against the incumbent; SIZE=32GiB by default)
 #                                       # or msm (parameters resident, read piece by piece: the
 #                                       # host's peak; the H MSM's shapes swept in one engine,
 #                                       # then the 6-proof stream with the fastest;
@@ -253,6 +256,53 @@ PY
         "$0" run native "$W" || true
         P=$W/p32
         limited 24GiB 16GiB ;;
+      post)
+        # Issue 44: PoSt through the engine at SIZE (default 32GiB), fixtures without sectors.
+        # (1) WinningPoSt beside a PoRep stream of 5 proofs: the stream once without PoSt, then
+        # with 20 WinningPoSt submissions (submit to verified proof, p50/p99), after 3 alone.
+        # (2) The PoRep set deleted (the disk holds one 47 GB set), WindowPoSt's generated: one
+        # full partition alone on the warm engine (submit to proof against GPU time, stages),
+        # then 5 submissions beside a stream of the 2KiB 10-partition fixture; then the
+        # incumbent (filecoin-proofs + supraseal) on the same partition, killed past 110 GiB.
+        # Every proof verified (self-check, verify_seal, verify_{winning,window}_post).
+        SIZE=${SIZE:-32GiB}; P=$W/p-post; mkdir -p "$P"; export CUZK_ALLOW_RANDOM_PARAMS=1
+        timed fixture-porep $BIN fixture --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$P/c1.json"
+        timed fixture-winning $BIN fixture --kind winning-post --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/winning"
+        timed fixture-window $BIN fixture --kind window-post --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/window"
+        cat "$W"/fixture-*.log
+        stamp "$SIZE PoRep and WinningPoSt parameters"
+        timed gen-porep $BIN --params-dir "$P" params gen --sector-size $SIZE $(rec_opt "$P"); head -12 "$W/gen-porep.out"
+        timed gen-winning $BIN --params-dir "$P" params gen --kind winning-post --sector-size $SIZE; head -12 "$W/gen-winning.out"
+        stamp "WinningPoSt beside a PoRep stream"
+        s=$(smi winning)
+        timed winning $BIN --params-dir "$P" bench batch --c1 "$P/c1.json" -c ${STREAM:-5} -j 2 --memory-budget-gib 100 \
+          --post "$W/winning" --post-count ${WINNING_COUNT:-20} --post-alone 3 --post-compare \
+          --json "$W/winning.json" --timeline "$W/winning.timeline" --svg "$W/winning.svg"
+        kill $s; grep -vE '^\s*$' "$W/winning.out" | grep -vE '^ +[0-9]+ +[0-9.]+ ' | tail -24
+        rm -f "$P"/*stacked-proof-of-replication*; df -h "$P"
+        stamp "$SIZE WindowPoSt parameters"
+        timed gen-window $BIN --params-dir "$P" params gen --kind window-post --sector-size $SIZE $(rec_opt "$P"); head -12 "$W/gen-window.out"
+        timed setup-2k $BIN --params-dir "$P" setup --sector-size 2KiB --partitions 10
+        stamp "WindowPoSt alone, then beside a 2KiB 10-partition stream"
+        s=$(smi window)
+        timed window $BIN --params-dir "$P" bench batch --c1 "$P/cuzk-fixtures/2KiB-p10.c1.json" --partitions 10 \
+          -c ${STREAM_2K:-300} -j 4 --memory-budget-gib 100 --post "$W/window" --post-count 5 --post-alone 3 \
+          --json "$W/window.json" --timeline "$W/window.timeline" --svg "$W/window.svg"
+        kill $s; grep -vE '^\s*$' "$W/window.out" | grep -vE '^ +[0-9]+ +[0-9.]+ ' | tail -24
+        if [[ -x $SUPRA ]]; then
+          stamp "the incumbent on the same WindowPoSt partition (1 + 3 proofs)"
+          FIL_PROOFS_PARAMETER_CACHE=$P $SUPRA --post "$W/window" -c 4 --label fp-supraseal \
+            > "$W/fp-window.out" 2> "$W/fp-window.log" &
+          pid=$! t0=$SECONDS peak=0
+          while kill -0 $pid 2>/dev/null; do
+            rss=$(( $(awk '/VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0) * 1024 ))
+            (( rss > peak )) && peak=$rss
+            if (( rss > 110 << 30 )); then kill -9 $pid; echo "incumbent killed with $((rss >> 30)) GiB resident"; break; fi
+            sleep 1
+          done
+          wait $pid; echo "incumbent: exit $?, $((SECONDS - t0)) s, peak RSS seen $((peak >> 30)) GiB"
+          tail -3 "$W/fp-window.log"; cat "$W/fp-window.out"
+        fi ;;
       64)
         rm -rf "$W/p32"; P=$W/p64; mkdir -p "$P"
         stamp "64GiB recording, synthetic C1, vanilla verification"
@@ -266,5 +316,5 @@ PY
         kill $s; grep -vE '^\s*$' "$W/bench-64.out" | tail -30 ;;
     esac
     stamp "END" ;;
-  *) echo "usage: $0 check | start 32|64|small|native|both|msm | poll [SECS]" >&2; exit 2 ;;
+  *) echo "usage: $0 check | start 32|64|small|native|both|msm|fresh|post | poll [SECS]" >&2; exit 2 ;;
 esac

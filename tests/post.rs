@@ -7,10 +7,11 @@ mod common;
 
 use std::{collections::BTreeMap, path::PathBuf, sync::OnceLock, time::Duration};
 
+use common::tools::post_fixture::{self, PostFixture, PostFixtureSpec};
 use cuzk::{
     engine::{Config, Engine},
     porep::{self, FixtureShape},
-    post::{PostProof, PostRequest},
+    post::{is_winning, PostProof, PostRequest},
     Status,
 };
 use filecoin_proofs_api::{post as fp, PrivateReplicaInfo, PublicReplicaInfo, SectorId};
@@ -54,12 +55,9 @@ fn sectors() -> &'static [Sector] {
                     }
                 })
                 .collect();
-            // The PoSt parameters (random, marked, for the test size), made once; then
-            // filecoin-proofs' own prover and verifier over the sectors, as a cross-check.
-            for p in [WINDOW, WINNING] {
-                common::tools::fixture::ensure_post_params(p, &common::params_dir(), 0x5eed)
-                    .unwrap();
-            }
+            // The PoSt parameters; then filecoin-proofs' own prover and verifier over the
+            // sectors, as a cross-check.
+            post_params();
             let refs: Vec<&Sector> = sectors.iter().collect();
             let r = randomness(1);
             let v = vanilla(WINDOW, &r, &refs);
@@ -85,6 +83,17 @@ fn sectors() -> &'static [Sector] {
             (dir, sectors)
         })
         .1
+}
+
+/// The PoSt parameters (random, marked, for the test size), made once per test process.
+fn post_params() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        common::init();
+        for p in [WINDOW, WINNING] {
+            common::tools::fixture::ensure_post_params(p, &common::params_dir(), 0x5eed).unwrap();
+        }
+    });
 }
 
 fn prover_id(miner: u64) -> [u8; 32] {
@@ -442,4 +451,119 @@ fn post_through_the_c_abi_is_accepted_by_filecoin_proofs() {
         assert!(out.ptr.is_null(), "{what}: a proof was written");
         cuzk_error_free(&mut err);
     }
+}
+
+fn synthetic(proof: PostProof, sectors: usize, seed: u64) -> PostFixture {
+    post_fixture::post_fixture(&PostFixtureSpec {
+        proof,
+        prover_id: prover_id(MINER),
+        sectors,
+        first_sector: 1,
+        seed,
+    })
+    .unwrap()
+}
+
+/// `cuzk fixture --kind window-post|winning-post`: vanilla proofs of random sectors without
+/// sector data, in each size's real tree shape (32 GiB and 64 GiB with their sub and top
+/// trees), pass filecoin-proofs' vanilla verification (the engine's validation is its
+/// `partition_vanilla_proofs`), and fail it when the randomness, a sector id or a path changes.
+#[test]
+fn a_synthetic_post_fixture_passes_vanilla_verification_and_fails_when_an_input_changes() {
+    common::init();
+    use PostProof::*;
+    for (proof, sectors) in [
+        (WINDOW, 3),
+        (WINNING, 1),
+        (StackedDrgWindow512MiBV1_2, 2),
+        (StackedDrgWindow32GiBV1_2, 3),
+        (StackedDrgWindow64GiBV1, 2),
+        (StackedDrgWinning32GiBV1, 1),
+        (StackedDrgWinning64GiBV1, 1),
+    ] {
+        let f = synthetic(proof, sectors, 5);
+        assert_eq!(f.sectors.len(), sectors);
+        let ok = cuzk::post::prepare(&f.request(0));
+        assert!(ok.is_ok(), "{proof:?}: {:?}", ok.err());
+
+        let refused = |req: PostRequest, what: &str| {
+            let e = cuzk::post::prepare(&req).err();
+            assert_eq!(
+                e.as_ref().map(|e| e.status),
+                Some(Status::InvalidInput),
+                "{proof:?}, {what}: {e:?}"
+            );
+        };
+        let mut req = f.request(0);
+        req.randomness = randomness(99);
+        refused(req, "another randomness");
+        // bincode writes the sector id first, as a u64.
+        let mut req = f.request(0);
+        req.vanilla_proofs[0][..8].copy_from_slice(&77u64.to_le_bytes());
+        refused(req, "another sector id");
+        // A node of the first inclusion proof's path (past the id and comm_r).
+        let mut req = f.request(0);
+        req.vanilla_proofs[0][200] ^= 1;
+        refused(req, "a changed path");
+        if !is_winning(proof) {
+            // WindowPoSt V1 derives a sector's challenges from its place in the list too;
+            // V1_1 (filecoin-proofs' V1_2) from its id only.
+            let mut req = f.request(0);
+            req.vanilla_proofs.swap(0, 1);
+            if format!("{proof:?}").ends_with("V1_2") {
+                assert!(cuzk::post::prepare(&req).is_ok(), "{proof:?}");
+            } else {
+                refused(req, "sectors in another order (other challenges)");
+            }
+        }
+        // The same spec gives the same bytes; another seed other sectors.
+        assert_eq!(synthetic(proof, sectors, 5).vanilla, f.vanilla);
+        assert_ne!(synthetic(proof, sectors, 6).sectors, f.sectors);
+    }
+    // A fixture saved and loaded is the same fixture; a truncated one a clear error.
+    let f = synthetic(WINDOW, 3, 5);
+    let dir = tempfile::tempdir().unwrap();
+    f.save(dir.path()).unwrap();
+    let g = PostFixture::load(dir.path()).unwrap();
+    assert_eq!(
+        (g.proof, g.randomness, &g.sectors, &g.vanilla),
+        (f.proof, f.randomness, &f.sectors, &f.vanilla)
+    );
+    let bin = dir.path().join("vanilla.bin");
+    let bytes = std::fs::read(&bin).unwrap();
+    std::fs::write(&bin, &bytes[..bytes.len() - 1]).unwrap();
+    assert_eq!(
+        PostFixture::load(dir.path()).err().map(|e| e.status),
+        Some(Status::InvalidInput)
+    );
+    // WinningPoSt proves one sector.
+    assert!(post_fixture::post_fixture(&PostFixtureSpec {
+        proof: WINNING,
+        prover_id: prover_id(MINER),
+        sectors: 2,
+        first_sector: 1,
+        seed: 1,
+    })
+    .is_err());
+}
+
+/// The synthetic fixture proves through the engine like sealed sectors' vanilla proofs, and
+/// filecoin-proofs' verifiers accept the proofs (and refuse them for another randomness).
+#[test]
+fn a_synthetic_post_fixture_proves_through_the_engine_and_verifies() {
+    post_params();
+    let e = engine();
+    for (proof, sectors, partitions) in [(WINDOW, 3, 2), (WINNING, 1, 1)] {
+        let f = synthetic(proof, sectors, 11);
+        let p = prove(&e, &f.request(0)).unwrap();
+        assert_eq!(p.len(), partitions * cuzk::PROOF_BYTES, "{proof:?}");
+        assert!(
+            f.verify(&p).unwrap(),
+            "{proof:?}: filecoin-proofs refused it"
+        );
+        let mut other = f.clone();
+        other.randomness = randomness(12);
+        assert!(!other.verify(&p).unwrap_or(false), "{proof:?}");
+    }
+    e.shutdown().unwrap();
 }

@@ -3,7 +3,10 @@
 use std::{
     path::PathBuf,
     process::ExitCode,
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
     time::Instant,
 };
 
@@ -16,6 +19,7 @@ use cuzk::{
 };
 
 use crate::{
+    bench_post::{self, PostBenchArgs, PostSample, PostSide},
     peak_rss, read,
     tools::{analysis, fixture, progress::Progress},
     write_file, ShapeArgs,
@@ -94,6 +98,8 @@ pub struct BatchCmdArgs {
     /// Proofs per shape of --msm-shapes (CONCURRENCY in flight).
     #[arg(long, default_value_t = 2)]
     pub msm_sweep_proofs: usize,
+    #[command(flatten)]
+    pub post: PostBenchArgs,
 }
 
 pub fn batch(args: BatchCmdArgs, params_dir: PathBuf) -> Result<ExitCode, Error> {
@@ -119,6 +125,7 @@ pub fn batch(args: BatchCmdArgs, params_dir: PathBuf) -> Result<ExitCode, Error>
         timeline,
         msm_shapes,
         msm_sweep_proofs,
+        post,
     } = args;
     let msm_shapes = msm_shapes
         .iter()
@@ -148,6 +155,7 @@ pub fn batch(args: BatchCmdArgs, params_dir: PathBuf) -> Result<ExitCode, Error>
         params_dir,
         msm_shapes,
         msm_sweep_proofs,
+        post,
     })
 }
 
@@ -262,6 +270,7 @@ struct BatchArgs {
     params_dir: PathBuf,
     msm_shapes: Vec<(u32, u32)>,
     msm_sweep_proofs: usize,
+    post: PostBenchArgs,
 }
 
 #[derive(serde::Serialize, Clone, Default)]
@@ -276,6 +285,7 @@ struct ProofTimes {
     prove_ms: f64,
     /// GPU call time summed over partitions (GPU backends).
     gpu_ms: f64,
+    partitions: usize,
     verified: bool,
 }
 
@@ -323,6 +333,52 @@ fn run_concurrently<T: Send>(
         .collect()
 }
 
+type StreamResult = Result<((usize, f64), f64, cuzk::engine::JobOutput), Error>;
+
+/// The stream: `a.count` proofs, `a.concurrency` in flight; with `post`, PoSt proofs submitted
+/// beside it once its first proof is back. Returns the results, the stream's seconds and the
+/// PoSt samples.
+fn stream(
+    a: &BatchArgs,
+    engine: &Engine,
+    req: &JobRequest,
+    disable: Option<(usize, usize)>,
+    post: Option<&PostSide>,
+) -> (Vec<StreamResult>, f64, Vec<PostSample>) {
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let (started, running) = (AtomicBool::new(false), AtomicBool::new(true));
+    let pb = progress(a.count, "cuzk");
+    let t0 = Instant::now();
+    let (results, during) = std::thread::scope(|s| {
+        let side = post.map(|p| s.spawn(|| p.during(engine, &started, &running)));
+        let results = run_concurrently(a.count, a.concurrency, |i| {
+            let t = Instant::now();
+            let r = engine.prove(req.clone());
+            started.store(true, Ordering::SeqCst);
+            pb.inc(1);
+            let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+            if let Some((d, k)) = disable {
+                if n == k {
+                    match engine.set_device_enabled(d, false) {
+                        Ok(()) => eprintln!("device {d} taken out of service after {k} proofs"),
+                        Err(e) => eprintln!("cannot take device {d} out of service: {e}"),
+                    }
+                }
+            }
+            let done_s = t0.elapsed().as_secs_f64();
+            r.map(|o| ((i, done_s), t.elapsed().as_secs_f64() * 1e3, o))
+        });
+        running.store(false, Ordering::SeqCst);
+        let during = side
+            .map(|h| h.join().expect("the PoSt thread"))
+            .unwrap_or_default();
+        (results, during)
+    });
+    let total_s = t0.elapsed().as_secs_f64();
+    pb.finish("done");
+    (results, total_s, during)
+}
+
 fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
     let c1 = read(&a.c1)?;
     let parsed = porep::parse_c1(&c1)?;
@@ -352,7 +408,6 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             Some((d, k))
         }
     };
-    let done = std::sync::atomic::AtomicUsize::new(0);
     let events: Arc<Mutex<Vec<Event>>> = Arc::default();
     let ev = events.clone();
     engine.add_timeline_sink(Arc::new(move |e| {
@@ -385,26 +440,27 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         warm_s
     );
     let sweep = msm_sweep(&a, &engine, &req, &c1)?;
-    let pb = progress(a.count, "cuzk");
-    let t0 = Instant::now();
-    let results = run_concurrently(a.count, a.concurrency, |i| {
-        let t = Instant::now();
-        let r = engine.prove(req.clone());
-        pb.inc(1);
-        let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        if let Some((d, k)) = disable {
-            if n == k {
-                match engine.set_device_enabled(d, false) {
-                    Ok(()) => eprintln!("device {d} taken out of service after {k} proofs"),
-                    Err(e) => eprintln!("cannot take device {d} out of service: {e}"),
-                }
-            }
+    let side = PostSide::load(&a.post)?;
+    let alone = side.as_ref().map(|p| p.alone(&engine)).transpose()?;
+    let compare = match &side {
+        Some(_) if a.post.post_compare => {
+            let (res, secs, _) = stream(&a, &engine, &req, None, None);
+            let n = res.iter().filter(|r| r.is_ok()).count();
+            println!("stream without PoSt: {n} proofs in {secs:.1} s");
+            Some((
+                secs,
+                n,
+                res.iter()
+                    .flatten()
+                    .map(|(_, _, o)| o.job)
+                    .collect::<Vec<_>>(),
+            ))
         }
-        let done_s = t0.elapsed().as_secs_f64();
-        r.map(|o| ((i, done_s), t.elapsed().as_secs_f64() * 1e3, o))
-    });
-    let total_s = t0.elapsed().as_secs_f64();
-    pb.finish("done");
+        _ => None,
+    };
+    // The analysis is of the stream (with its PoSt jobs), not of what ran before it.
+    events.lock().expect("events").clear();
+    let (results, total_s, during) = stream(&a, &engine, &req, disable, side.as_ref());
     let status = engine.status();
     let engine_gpu_batch = engine.config().gpu_batch;
     engine.shutdown()?;
@@ -429,6 +485,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
                     synth_ms: out.partitions.iter().map(|p| p.synth_ms).sum(),
                     prove_ms: out.partitions.iter().map(|p| p.prove_ms).sum(),
                     gpu_ms: out.partitions.iter().map(|p| p.stages.gpu_ms).sum(),
+                    partitions: out.partitions.len(),
                     verified: valid && out.verified,
                 });
             }
@@ -493,6 +550,44 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             "steady state: {s:.2} s/proof (from the first proof back to the last, {} proofs)",
             times.len() - 1
         );
+    }
+    let mut post_json = serde_json::Value::Null;
+    if let (Some(side), Some(alone)) = (&side, &alone) {
+        // The stream's prover time per partition (what a PoSt may wait behind): the GPU
+        // call's, or the CPU prover's.
+        let per_partition = times
+            .iter()
+            .map(|t| if t.gpu_ms > 0.0 { t.gpu_ms } else { t.prove_ms })
+            .sum::<f64>()
+            / times.iter().map(|t| t.partitions).sum::<usize>().max(1) as f64;
+        post_json = bench_post::report(side, alone, &during, per_partition);
+        if let Some((without_s, n, _)) = &compare {
+            let post_gpu: f64 = during
+                .iter()
+                .filter(|s| s.during_stream)
+                .map(|s| s.gpu_ms.max(s.prove_ms))
+                .sum();
+            println!(
+                "stream without PoSt {without_s:.1} s ({n} proofs), with {:.1} s: {:+.0} ms, against {post_gpu:.0} ms of PoSt GPU time inside it",
+                total_s,
+                (total_s - without_s) * 1e3
+            );
+            post_json["stream_without_post_s"] = (*without_s).into();
+            post_json["stream_with_post_s"] = total_s.into();
+        }
+        let (incumbents, bad) = bench_post::incumbents(
+            side,
+            post_json["alone_median_wall_ms"].as_f64().unwrap_or(0.0),
+        )?;
+        post_json["incumbents"] = incumbents.into();
+        failed += bad;
+        failed += during.iter().filter(|s| !s.verified).count();
+        failed += alone
+            .1
+            .iter()
+            .chain([&alone.0])
+            .filter(|s| !s.verified)
+            .count();
     }
     for (i, d) in status.devices.iter().enumerate() {
         println!(
@@ -622,6 +717,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
         "proofs": times, "baseline": baseline, "external_baselines": externals,
         "msm_sweep": sweep.rows, "msm_shape": sweep.chosen.map(|(w, b)| format!("{w}x{b}")),
         "prover_devices": status.devices.iter().map(|d| d.name.clone()).collect::<Vec<_>>(),
+        "post": post_json,
     });
     write_file(&a.json, &serde_json::to_vec_pretty(&summary).expect("json"))?;
     println!("summary: {}", a.json.display());

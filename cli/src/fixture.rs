@@ -1,4 +1,5 @@
-//! `cuzk fixture`: a synthetic C1 output for a random sector of any size, without sealing it.
+//! `cuzk fixture`: a synthetic C1 output for a random sector of any size, without sealing it,
+//! or the vanilla proofs of WindowPoSt or WinningPoSt over random sectors without sector data.
 
 use std::{path::PathBuf, process::ExitCode, time::Instant};
 
@@ -6,15 +7,25 @@ use clap::Args;
 use cuzk::{porep, Error};
 
 use crate::{
-    tools::{fixture, synthetic},
+    tools::{fixture, post_fixture, synthetic},
     write_file, Identity, ShapeArgs,
 };
 
 /// Write a standard SealCommitPhase1Output JSON for a random sector of any size (2KiB to
 /// 64GiB) without sealing it, then check it with filecoin-proofs' vanilla verification.
 /// With production-size parameters this is a C2 benchmark input: no sealed sector needed.
+/// With --kind window-post or winning-post: a directory (post.json, vanilla.bin) of the
+/// vanilla proofs a node would make for random sectors (sparse trees of the real shape,
+/// challenges derived by filecoin-proofs), checked the same way.
 #[derive(Args)]
 pub struct FixtureArgs {
+    /// porep, window-post or winning-post.
+    #[arg(long, default_value = "porep")]
+    pub kind: String,
+    /// PoSt: sectors to prove (default: one full WindowPoSt partition, or WinningPoSt's one);
+    /// numbered from --sector-id up.
+    #[arg(long)]
+    pub sectors: Option<usize>,
     #[arg(long, default_value = "32GiB")]
     pub sector_size: String,
     #[command(flatten)]
@@ -33,6 +44,9 @@ pub struct FixtureArgs {
 
 pub fn run(args: FixtureArgs) -> Result<ExitCode, Error> {
     let size = fixture::parse_sector_size(&args.sector_size)?;
+    if args.kind != "porep" {
+        return post(args, size);
+    }
     let proof = fixture::v1_1_proof(size)?;
     let spec = synthetic::SyntheticSpec {
         proof,
@@ -58,6 +72,41 @@ pub fn run(args: FixtureArgs) -> Result<ExitCode, Error> {
         let t = Instant::now();
         let parsed = porep::parse_c1(&json)?;
         porep::prepare(parsed.c1, spec.prover_id, spec.sector_id, spec.shape)?;
+        eprintln!(
+            "cuzk fixture: filecoin-proofs' vanilla verification passed in {:.0} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn post(args: FixtureArgs, size: u64) -> Result<ExitCode, Error> {
+    let proof = post_fixture::proof_for(&args.kind, size)?;
+    let spec = post_fixture::PostFixtureSpec {
+        proof,
+        prover_id: args.id.prover_id()?,
+        sectors: args
+            .sectors
+            .unwrap_or_else(|| post_fixture::sectors_per_partition(proof)),
+        first_sector: args.id.sector_id,
+        seed: args.seed,
+    };
+    let t = Instant::now();
+    let f = post_fixture::post_fixture(&spec)?;
+    let made_ms = t.elapsed().as_secs_f64() * 1e3;
+    f.save(&args.output)?;
+    let bytes: usize = f.vanilla.iter().map(Vec::len).sum();
+    eprintln!(
+        "cuzk fixture: {proof:?}, {} sectors in {} partition(s) x {} challenges: {} ({} KiB of vanilla proofs) in {made_ms:.0} ms",
+        f.sectors.len(),
+        f.partitions(),
+        proof.as_v1_config().challenge_count,
+        args.output.display(),
+        bytes >> 10
+    );
+    if !args.no_check {
+        let t = Instant::now();
+        cuzk::post::prepare(&f.request(0))?;
         eprintln!(
             "cuzk fixture: filecoin-proofs' vanilla verification passed in {:.0} ms",
             t.elapsed().as_secs_f64() * 1e3

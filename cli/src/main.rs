@@ -5,6 +5,7 @@ mod bench_batch;
 mod bench_c2;
 mod bench_calls;
 mod bench_params;
+mod bench_post;
 mod bench_synth;
 mod fixture;
 mod params;

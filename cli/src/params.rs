@@ -13,7 +13,7 @@ use cuzk::{
 };
 
 use crate::{
-    tools::{fixture, paramgen},
+    tools::{fixture, paramgen, post_fixture},
     ShapeArgs,
 };
 use storage_proofs_core::parameter_cache::VERSION;
@@ -27,8 +27,8 @@ pub enum ParamsCmd {
     Check(CheckArgs),
     /// Print the byte offsets where a `.params` file's sections end (after checking it).
     Sections { file: PathBuf },
-    /// Generate a random (marked) parameter set for any sector size from the circuit's
-    /// recording, into --params-dir, with the circuit's recording beside it. For production
+    /// Generate a random (marked) parameter set for any sector size and circuit (PoRep,
+    /// WindowPoSt, WinningPoSt: --kind) from the circuit's recording, into --params-dir, with the circuit's recording beside it. For production
     /// sizes (32GiB, 64GiB) the directory must be given and must not be the one a node reads
     /// (FIL_PROOFS_PARAMETER_CACHE, /var/tmp/filecoin-proof-parameters): such a set carries
     /// production file names, and the engine proves with it only when told it is a benchmark
@@ -102,6 +102,9 @@ fn save_recording(rec: &pce::Recording, dir: &Path) -> Result<(), Error> {
 pub struct GenArgs {
     #[arg(long)]
     sector_size: String,
+    /// The circuit: porep, window-post or winning-post.
+    #[arg(long, default_value = "porep")]
+    kind: String,
     #[command(flatten)]
     shape: ShapeArgs,
     /// Seeds tau, beta, gamma and delta.
@@ -138,7 +141,12 @@ fn gen(args: GenArgs, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCod
             )));
         }
     }
-    let (rec, written) = fixture::generate_params(proof, shape, &params_dir, args.seed)?;
+    let (rec, written) = if args.kind == "porep" {
+        fixture::generate_params(proof, shape, &params_dir, args.seed)?
+    } else {
+        let post = post_fixture::proof_for(&args.kind, size)?;
+        fixture::generate_post_params(post, &params_dir, args.seed)?
+    };
     if !args.no_recording {
         save_recording(&rec, &params_dir)?;
     }

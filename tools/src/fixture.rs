@@ -366,8 +366,20 @@ pub fn ensure_post_params(
     if params_path(dir, &id).exists() && vk_path(dir, &id).exists() {
         return Ok((id, false));
     }
-    let rec = cuzk::post::record_blank(proof, None)?;
+    let (rec, _) = generate_post_params(proof, dir, seed)?;
     debug_assert_eq!(rec.id, id);
-    paramgen::generate(&rec, dir, u64::from(proof.sector_size()), seed)?;
     Ok((id, true))
+}
+
+/// Random (marked) Groth16 parameters for a PoSt proof type of any sector size, from its
+/// circuit's recording, in `dir`: the `.params`/`.vk`/`.meta` set filecoin-proofs reads
+/// (production sizes: for benchmarks, in a directory of their own). Overwrites.
+pub fn generate_post_params(
+    proof: cuzk::post::PostProof,
+    dir: &Path,
+    seed: u64,
+) -> Result<(Recording, paramgen::Written)> {
+    let rec = cuzk::post::record_blank(proof, None)?;
+    let written = paramgen::generate(&rec, dir, u64::from(proof.sector_size()), seed)?;
+    Ok((rec, written))
 }

@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod calls;
 pub mod fixture;
 pub mod paramgen;
+pub mod post_fixture;
 pub mod progress;
 pub mod selftest;
 pub mod synth;

@@ -63,7 +63,7 @@ pub struct SyntheticSpec {
 }
 
 /// Deterministic pseudo-random 32 bytes, cut to 254 bits (a canonical field element).
-fn prf(seed: u64, tag: &str, a: u64, b: u64) -> [u8; 32] {
+pub(crate) fn prf(seed: u64, tag: &str, a: u64, b: u64) -> [u8; 32] {
     let h = blake2b_simd::Params::new()
         .hash_length(32)
         .to_state()
@@ -143,7 +143,7 @@ impl DataTree {
 
 /// A sparse Poseidon tree over `leaves` touched leaves, in the shape `arities` (leaf level
 /// first): touched nodes are hashes of their children, the rest pseudo-random.
-struct SparseTree {
+pub(crate) struct SparseTree {
     seed: u64,
     tag: &'static str,
     arities: Vec<usize>,
@@ -152,7 +152,7 @@ struct SparseTree {
 }
 
 impl SparseTree {
-    fn new(
+    pub(crate) fn new(
         seed: u64,
         tag: &'static str,
         arities: Vec<usize>,
@@ -180,20 +180,20 @@ impl SparseTree {
         t
     }
 
-    fn node(&self, lvl: usize, i: u64) -> PoseidonDomain {
+    pub(crate) fn node(&self, lvl: usize, i: u64) -> PoseidonDomain {
         self.levels[lvl]
             .get(&i)
             .copied()
             .unwrap_or_else(|| PoseidonDomain::from(prf(self.seed, self.tag, lvl as u64, i)))
     }
 
-    fn root(&self) -> PoseidonDomain {
+    pub(crate) fn root(&self) -> PoseidonDomain {
         self.node(self.arities.len(), 0)
     }
 
     /// Leaf to root: the siblings of each level (ascending, own position left out) and the
     /// position.
-    fn path(&self, leaf: u64) -> Vec<(Vec<PoseidonDomain>, usize)> {
+    pub(crate) fn path(&self, leaf: u64) -> Vec<(Vec<PoseidonDomain>, usize)> {
         let mut i = leaf;
         self.arities
             .iter()
@@ -213,7 +213,7 @@ impl SparseTree {
 }
 
 /// The arities of a tree of `Tree`'s shape over `nodes` leaves, leaf level first.
-fn arities<Tree: MerkleTreeTrait>(nodes: usize) -> Vec<usize> {
+pub(crate) fn arities<Tree: MerkleTreeTrait>(nodes: usize) -> Vec<usize> {
     let (a, v, w) = (
         Tree::Arity::to_usize(),
         Tree::SubTreeArity::to_usize(),

@@ -1,5 +1,8 @@
 //! Streams C2 jobs through filecoin-proofs' own `seal_commit_phase2` (the incumbent), `jobs`
 //! at a time, verifies each proof with `verify_seal`, and prints a JSON summary on stdout.
+//! With `--post DIR` (a fixture of `cuzk fixture --kind window-post|winning-post`): `count`
+//! PoSt proofs one after another through `generate_{window,winning}_post_with_vanilla`, each
+//! verified with `verify_{window,winning}_post`.
 //!
 //! It does not depend on cuzk: cuzk does not build against filecoin-proofs' `cuda-supraseal`
 //! API (its parameter types change), so the two small helpers it needs (`prover_id_from_miner`,
@@ -22,12 +25,15 @@ use filecoin_proofs_api::{
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long)]
-    c1: std::path::PathBuf,
-    #[arg(long)]
+    #[arg(long, required_unless_present = "post")]
+    c1: Option<std::path::PathBuf>,
+    #[arg(long, default_value_t = 1)]
     sector_id: u64,
-    #[arg(long)]
+    #[arg(long, default_value_t = 1000)]
     miner_id: u64,
+    /// A PoSt fixture directory (post.json, vanilla.bin) instead of a C1 output.
+    #[arg(long, conflicts_with = "c1")]
+    post: Option<std::path::PathBuf>,
     /// Test shape of the fixture (0: the proof type's own).
     #[arg(long, default_value_t = 0)]
     partitions: usize,
@@ -47,7 +53,11 @@ struct Args {
 fn main() -> Result<()> {
     env_logger::init();
     let a = Args::parse();
-    let bytes = std::fs::read(&a.c1).with_context(|| format!("reading {}", a.c1.display()))?;
+    if let Some(dir) = &a.post {
+        return post(&a, dir);
+    }
+    let c1_path = a.c1.clone().context("--c1")?;
+    let bytes = std::fs::read(&c1_path).with_context(|| format!("reading {}", c1_path.display()))?;
     let c1: SealCommitPhase1Output = serde_json::from_slice(&bytes).context("C1 JSON")?;
     // Test shapes (fixtures only), as cuzk's fixture module sets them.
     let size = u64::from(c1.registered_proof.sector_size());
@@ -150,4 +160,108 @@ fn prover_id_from_miner(miner_id: u64) -> [u8; 32] {
         i += 1;
     }
     out
+}
+
+fn unhex(s: &str) -> Result<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        bail!("odd-length hex");
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).context("hex"))
+        .collect()
+}
+
+fn hex32(v: &serde_json::Value, what: &str) -> Result<[u8; 32]> {
+    let s = v.as_str().with_context(|| format!("{what} is not a string"))?;
+    unhex(s)?.try_into().map_err(|_| anyhow!("{what} is not 32 bytes"))
+}
+
+/// `--post DIR`: the PoSt fixture's proofs through filecoin-proofs, `count` times in a row.
+fn post(a: &Args, dir: &std::path::Path) -> Result<()> {
+    use filecoin_proofs_api::{post as fp, PublicReplicaInfo, RegisteredPoStProof as P};
+    use std::collections::BTreeMap;
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("post.json")).context("post.json")?)?;
+    let name = meta["proof_type"].as_str().context("proof_type")?;
+    let all = [
+        P::StackedDrgWinning2KiBV1, P::StackedDrgWinning8MiBV1, P::StackedDrgWinning512MiBV1,
+        P::StackedDrgWinning32GiBV1, P::StackedDrgWinning64GiBV1, P::StackedDrgWindow2KiBV1,
+        P::StackedDrgWindow8MiBV1, P::StackedDrgWindow512MiBV1, P::StackedDrgWindow32GiBV1,
+        P::StackedDrgWindow64GiBV1, P::StackedDrgWindow2KiBV1_2, P::StackedDrgWindow8MiBV1_2,
+        P::StackedDrgWindow512MiBV1_2, P::StackedDrgWindow32GiBV1_2, P::StackedDrgWindow64GiBV1_2,
+    ];
+    let proof = *all
+        .iter()
+        .find(|p| format!("{p:?}") == name)
+        .with_context(|| format!("unknown proof type {name}"))?;
+    let prover_id = hex32(&meta["prover_id"], "prover_id")?;
+    let randomness = hex32(&meta["randomness"], "randomness")?;
+    let mut replicas = BTreeMap::new();
+    for s in meta["sectors"].as_array().context("sectors")? {
+        let id = s["id"].as_u64().context("sector id")?;
+        replicas.insert(SectorId::from(id), PublicReplicaInfo::new(proof, hex32(&s["comm_r"], "comm_r")?));
+    }
+    let bin = std::fs::read(dir.join("vanilla.bin")).context("vanilla.bin")?;
+    let mut at = 0usize;
+    let mut next_u32 = |at: &mut usize| -> Result<usize> {
+        let b = bin.get(*at..*at + 4).context("vanilla.bin is truncated")?;
+        *at += 4;
+        Ok(u32::from_le_bytes(b.try_into().unwrap()) as usize)
+    };
+    let n = next_u32(&mut at)?;
+    let mut vanilla = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = next_u32(&mut at)?;
+        vanilla.push(bin.get(at..at + len).context("vanilla.bin is truncated")?.to_vec());
+        at += len;
+    }
+    let winning = name.contains("Winning");
+    let mut walls = Vec::new();
+    let mut failures = 0;
+    let t0 = Instant::now();
+    for _ in 0..a.count.max(1) {
+        let t = Instant::now();
+        let r = if winning {
+            fp::generate_winning_post_with_vanilla(proof, &randomness, prover_id, &vanilla)
+        } else {
+            fp::generate_window_post_with_vanilla(proof, &randomness, prover_id, &vanilla)
+        };
+        let wall = t.elapsed().as_secs_f64();
+        let ok = r.and_then(|p| {
+            if winning {
+                fp::verify_winning_post(&randomness, &p[0].1, &replicas, prover_id)
+            } else {
+                let parts: Vec<(P, &[u8])> = p.iter().map(|(t, b)| (*t, b.as_slice())).collect();
+                fp::verify_window_post(&randomness, &parts, &replicas, prover_id)
+            }
+        });
+        match ok {
+            Ok(true) => walls.push(wall),
+            Ok(false) => {
+                eprintln!("PoSt proof did not verify");
+                failures += 1;
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                failures += 1;
+            }
+        }
+    }
+    let total = t0.elapsed().as_secs_f64();
+    let summary = serde_json::json!({
+        "label": a.label,
+        "proof_type": name,
+        "sectors": n,
+        "proofs": walls.len(),
+        "failures": failures,
+        "wall_s": total,
+        "per_proof_s": walls,
+        "peak_rss_bytes": peak_rss(),
+    });
+    println!("{summary}");
+    if failures > 0 {
+        bail!("{failures} PoSt proofs failed");
+    }
+    Ok(())
 }
