@@ -1231,3 +1231,71 @@ fn a_circuit_the_native_generator_does_not_support_uses_witness_synthesis() {
         e.shutdown().unwrap();
     });
 }
+
+/// A PoSt witness is mostly full field elements (Poseidon states), where 0.4-1.6% of PoRep's
+/// aux values are neither 0 nor 1. On the witness path (a GPU that computes a, b and c), a PoSt
+/// partition reserves at least what its compact witness holds: the first (no witness of the
+/// circuit measured yet) by its kind's estimate, the next by what the first held.
+#[test]
+fn a_post_partition_reserves_what_its_witness_holds() {
+    use common::tools::{fixture::ensure_post_params, post_fixture};
+    common::init();
+    let proof = cuzk::post::PostProof::StackedDrgWindow2KiBV1_2;
+    ensure_post_params(proof, &common::params_dir(), 0x5eed).unwrap();
+    let f = post_fixture::post_fixture(&post_fixture::PostFixtureSpec {
+        proof,
+        prover_id: [7; 32],
+        sectors: 2,
+        first_sector: 1,
+        seed: 3,
+    })
+    .unwrap();
+    let req = f.request(0);
+    let circuits = cuzk::post::prepare(&req).unwrap().circuits;
+    let n_aux = circuits.synthesize_witness(0, None, None).unwrap().n_aux();
+    // As the engine makes it: sized for the recording's aux count.
+    let w = circuits.synthesize_witness(0, Some(n_aux), None).unwrap();
+    let [_, _, others] = w.counts();
+    assert!(
+        others * 2 > w.n_aux(),
+        "most of a PoSt witness is dense: {others} of {}",
+        w.n_aux()
+    );
+    let holds = w.bytes();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let reserved = within(600, "two PoSt jobs on the witness path", move || {
+        let mut gpu = WitnessTaker::new(None);
+        gpu.lean = true;
+        let seen = gpu.seen.clone();
+        let e = engine_cfg(&d, Box::new(gpu), Config::default());
+        let starts: Arc<Mutex<Vec<u64>>> = Arc::default();
+        let s = starts.clone();
+        e.add_timeline_sink(Arc::new(move |ev: &Event| {
+            if ev.kind == EventKind::SynthStart {
+                s.lock().unwrap().push(ev.value);
+            }
+        }));
+        for _ in 0..2 {
+            let id = e.submit_post(&req).unwrap();
+            e.await_job(id, common::JOB_DEADLINE).unwrap();
+        }
+        wait_until(60, "two SYNTH_START events", || {
+            starts.lock().unwrap().len() >= 2
+        });
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            2,
+            "both went to the GPU as witnesses"
+        );
+        e.shutdown().unwrap();
+        let v = starts.lock().unwrap().clone();
+        v
+    });
+    for (i, r) in reserved.iter().enumerate() {
+        assert!(
+            *r >= holds,
+            "PoSt partition {i} reserved {r} bytes, its witness holds {holds}"
+        );
+    }
+}

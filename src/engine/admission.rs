@@ -101,7 +101,7 @@ impl Engine {
         let id = self.params_id(proof, fixture)?;
         let srs = i.srs_for(&id, shape.sector_size)?;
         // What the next partition would reserve, by the path it would take now.
-        let partition_bytes = srs.size.host_bytes(synth::plan(i, &id, &srs).path);
+        let partition_bytes = i.partition_bytes(&id, &srs, synth::plan(i, &id, &srs).path);
 
         // Queued partitions ahead of the new job, by circuit.
         let mut ahead: HashMap<String, u64> = HashMap::new();
@@ -120,7 +120,7 @@ impl Engine {
                 // Those jobs fail at their first partition and reserve nothing.
                 continue;
             };
-            let part = s.size.host_bytes(synth::plan(i, other, &s).path);
+            let part = i.partition_bytes(other, &s, synth::plan(i, other, &s).path);
             queued_bytes += n * part + self.params_to_load(&s).kept;
             loads_ours |= *other == id;
         }

@@ -111,6 +111,9 @@ struct Inner {
     /// Per backend: when its prover worker next tries a GPU that had no room (it waits until
     /// then), and the wait after that.
     room_wait: Vec<Mutex<dispatch::RoomWait>>,
+    /// Per circuit: the room its compact witnesses keep for values that are neither 0 nor 1
+    /// (share of aux values), its kind's estimate and the most a witness of it has kept.
+    others_room: Mutex<HashMap<String, (f64, Option<f64>)>>,
     /// Circuits whose witnesses the native generator does not make (it does not support
     /// them, or it was distrusted for them), and why.
     native_off: Mutex<HashMap<String, String>>,
@@ -159,6 +162,40 @@ impl Inner {
             b.forget_recording(id);
         }
         self.pce.distrust(id, why);
+    }
+
+    /// The room, as a share of aux values, circuit `id`'s compact witnesses are budgeted for
+    /// their values that are neither 0 nor 1: the most one of them has kept, else its kind's
+    /// estimate; never under PoRep's.
+    fn others_room(&self, id: &str) -> f64 {
+        let room = match self.others_room.lock().get(id) {
+            Some((_, Some(kept))) => *kept,
+            Some((estimate, None)) => *estimate,
+            None => crate::params::WITNESS_OTHERS_ROOM,
+        };
+        room.max(crate::params::WITNESS_OTHERS_ROOM)
+    }
+
+    /// A job of circuit `id` whose kind estimates its witnesses' room as `estimate`.
+    fn expect_others_room(&self, id: &str, estimate: f64) {
+        self.others_room
+            .lock()
+            .entry(id.to_string())
+            .or_insert((estimate, None));
+    }
+
+    /// A witness of circuit `id` kept room for `kept` (share of aux values).
+    fn note_others_room(&self, id: &str, kept: f64) {
+        let mut m = self.others_room.lock();
+        let e = m
+            .entry(id.to_string())
+            .or_insert((crate::params::WITNESS_OTHERS_ROOM, None));
+        e.1 = Some(e.1.map_or(kept, |k| k.max(kept)));
+    }
+
+    /// Bytes a partition of circuit `id` reserves on `path`.
+    fn partition_bytes(&self, id: &str, srs: &Srs, path: crate::params::HostPath) -> u64 {
+        srs.size.host_bytes_with(path, self.others_room(id))
     }
 
     /// Whether the native generator makes circuit `id`'s witnesses.
@@ -294,6 +331,7 @@ impl Engine {
             fallback,
             prepared: Mutex::new(HashSet::new()),
             prepare_said: Mutex::new(HashSet::new()),
+            others_room: Mutex::new(HashMap::new()),
             native_off: Mutex::new(HashMap::new()),
             params_ids: Mutex::new(HashMap::new()),
             probes: Mutex::new(vec![Probe::default(); devices.len()]),
@@ -496,6 +534,10 @@ impl Engine {
             return Err(Error::new(Status::NotRunning, "the engine is shut down"));
         }
         let n = prepared.circuits.shape().partitions;
+        self.inner.expect_others_room(
+            prepared.circuits.params_id(),
+            prepared.circuits.witness_others_room(),
+        );
         let job = Arc::new(Job::new(priority, prepared.class, prepared.circuits));
         let id = job.id;
         self.inner.jobs.insert(job.clone())?;

@@ -38,7 +38,7 @@ fn recording_room(inner: &Inner, srs: &Srs) -> pce::Room {
     pce::Room {
         recording: srs.size.constraints as u64 * RECORDING_BYTES_PER_CONSTRAINT,
         // A partition under the recording (its constraint count is not known yet).
-        partition: srs.size.host_bytes(pce_path(inner, srs.size.domain())),
+        partition: inner.partition_bytes(&srs.id, srs, pce_path(inner, srs.size.domain())),
     }
 }
 
@@ -264,6 +264,7 @@ fn witness(
             });
         match made {
             Ok(w) => {
+                inner.note_others_room(id, w.others_room());
                 inner
                     .counters
                     .native_witnesses
@@ -287,7 +288,10 @@ fn witness(
     }
     circuits
         .synthesize_witness(k, aux, Some(job.stop.clone()))
-        .map(|w| (w, Maker::Synthesis))
+        .map(|w| {
+            inner.note_others_room(id, w.others_room());
+            (w, Maker::Synthesis)
+        })
 }
 
 /// Synthesizes partition `k`: through the circuit's recording where it is ready (starting one
@@ -551,7 +555,7 @@ fn synthesize_one(
     } else {
         plan(inner, circuits.params_id(), &srs)
     };
-    let bytes = srs.size.host_bytes(plan.path);
+    let bytes = inner.partition_bytes(circuits.params_id(), &srs, plan.path);
     let stop = || inner.give_up(job);
     let reservation =
         match inner

@@ -66,18 +66,26 @@ impl CircuitSize {
     }
 
     /// Heap bytes one partition holds from the start of its synthesis to the end of its
-    /// proof, by the path it takes (what the memory budget reserves for it).
+    /// proof, by the path it takes (what the memory budget reserves for it), for a circuit
+    /// whose compact witnesses hold PoRep's share of values that are neither 0 nor 1.
     pub fn host_bytes(&self, path: HostPath) -> u64 {
+        self.host_bytes_with(path, WITNESS_OTHERS_ROOM)
+    }
+
+    /// [`Self::host_bytes`] for a circuit whose compact witnesses keep room for
+    /// `others_room` x aux values that are neither 0 nor 1 (their lists' capacity).
+    pub fn host_bytes_with(&self, path: HostPath, others_room: f64) -> u64 {
         let fr = 32u64;
         let d = self.domain() as u64;
         let aux = self.aux as u64;
         let vars = (self.inputs + self.aux) as u64;
         let raw = match path {
             // The compact witness (`pce::Witness`): the inputs, two class bits per aux value
-            // and the list of the values that are neither 0 nor 1 (index and value, 36 bytes):
-            // 0.4-1.6% of the aux values in the PoRep circuits, its room grown by doubling
-            // from 1.6%, budgeted as 4%. The dense values are never made on this path.
-            HostPath::Witness => self.inputs as u64 * fr + aux / 4 + aux * 36 / 25,
+            // and the list of the values that are neither 0 nor 1 (index and value, 36 bytes)
+            // with its room. The dense values are never made on this path.
+            HostPath::Witness => {
+                self.inputs as u64 * fr + aux / 4 + (aux as f64 * 36.0 * others_room) as u64
+            }
             // a, b, c (their rows only: the room reserved for the domain's padding is never
             // written) and the witness, with three density bits per variable.
             HostPath::Assignment { rows } => 3 * rows as u64 * fr + vars * fr + vars,
@@ -88,6 +96,11 @@ impl CircuitSize {
         raw + raw / 20
     }
 }
+
+/// The room a compact witness is budgeted for its values that are neither 0 nor 1, as a share
+/// of its aux values, where nothing else is known of the circuit: PoRep's circuits have
+/// 0.4-1.6%, in lists grown by doubling from 1.6%; budgeted as 4%.
+pub const WITNESS_OTHERS_ROOM: f64 = 0.04;
 
 /// Where a partition is proved, which decides what it holds in host memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -139,6 +139,13 @@ impl Witness {
             + self.other_value.capacity() * 32) as u64
     }
 
+    /// The room its lists keep for values that are neither 0 nor 1, as a share of its aux
+    /// values (what a circuit's later witnesses are budgeted by).
+    pub fn others_room(&self) -> f64 {
+        let cap = self.other_index.capacity().max(self.other_value.capacity());
+        cap as f64 / self.n_aux.max(1) as f64
+    }
+
     /// Whether its parts agree: one class pair per aux value (none past the last), and the
     /// others' list holds exactly the values of class other, in order, none of them 0 or 1.
     pub fn classes_match(&self) -> bool {

@@ -225,6 +225,12 @@ pub trait SealCircuits: Send + Sync {
             self.params_id()
         )))
     }
+    /// The room its compact witnesses keep for values that are neither 0 nor 1, as a share
+    /// of the aux values, before one of them has been measured: the memory budget's estimate
+    /// for the circuit's first partitions (later ones are budgeted by what its witnesses kept).
+    fn witness_others_room(&self) -> f64 {
+        crate::params::WITNESS_OTHERS_ROOM
+    }
     /// Public inputs of partition `k`, derived from the job's prover id and sector id.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Reference assignment of partition `k` from bellperson's own `MetricCS` (constraints) and

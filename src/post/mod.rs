@@ -381,6 +381,12 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for FallbackPost<Tree> {
         witness_of(self.circuit(k)?, k, aux_hint, abort)
     }
 
+    /// Most of a PoSt witness is neither 0 nor 1 (Poseidon states of the Merkle paths), and
+    /// its lists grow by doubling: up to twice the aux values.
+    fn witness_others_room(&self) -> f64 {
+        2.0
+    }
+
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
         catch("public input generation", Status::Internal, || {
             FallbackPoStCompound::<Tree>::generate_public_inputs(
