@@ -336,7 +336,7 @@ fn run_concurrently<T: Send>(
 type StreamResult = Result<((usize, f64), f64, cuzk::engine::JobOutput), Error>;
 
 /// The stream: `a.count` proofs, `a.concurrency` in flight; with `post`, PoSt proofs submitted
-/// beside it once its first proof is back. Returns the results, the stream's seconds and the
+/// beside it once its first partition is proved. Returns the results, the stream's seconds and the
 /// PoSt samples.
 fn stream(
     a: &BatchArgs,
@@ -346,15 +346,14 @@ fn stream(
     post: Option<&PostSide>,
 ) -> (Vec<StreamResult>, f64, Vec<PostSample>) {
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let (started, running) = (AtomicBool::new(false), AtomicBool::new(true));
+    let running = AtomicBool::new(true);
     let pb = progress(a.count, "cuzk");
     let t0 = Instant::now();
     let (results, during) = std::thread::scope(|s| {
-        let side = post.map(|p| s.spawn(|| p.during(engine, &started, &running)));
+        let side = post.map(|p| s.spawn(|| p.during(engine, &running)));
         let results = run_concurrently(a.count, a.concurrency, |i| {
             let t = Instant::now();
             let r = engine.prove(req.clone());
-            started.store(true, Ordering::SeqCst);
             pb.inc(1);
             let n = done.fetch_add(1, Ordering::SeqCst) + 1;
             if let Some((d, k)) = disable {

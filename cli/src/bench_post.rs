@@ -3,7 +3,7 @@
 //! Before the stream the PoSt fixture is proved alone on the warm engine (its first proof,
 //! which loads the PoSt parameters, reported apart): submit-to-proof time against its GPU time.
 //! During the stream a PoSt job is submitted every --post-interval-ms (one at a time, each
-//! awaited), starting once the stream's first partition is proved (the GPU then saturated):
+//! awaited), starting once the stream's first partition is proved (the GPU then busy with it):
 //! submit-to-verified-proof times, p50 and p99. Every PoSt proof is checked by filecoin-proofs'
 //! `verify_winning_post` / `verify_window_post`.
 
@@ -126,16 +126,21 @@ impl PostSide {
         Ok((cold, warm))
     }
 
-    /// Submissions during the stream: waits for `started` (the stream's first partition
-    /// proved), then proves one at a time until `post_count` or until the stream ends
-    /// (`running` false); a failed proof is reported and counted as unverified.
-    pub fn during(
-        &self,
-        engine: &Engine,
-        started: &AtomicBool,
-        running: &AtomicBool,
-    ) -> Vec<PostSample> {
-        while !started.load(Ordering::SeqCst) && running.load(Ordering::SeqCst) {
+    /// Submissions during the stream (started as it starts): waits for the stream's first
+    /// partition to be proved (the provers busy with it), then proves one at a time until
+    /// `post_count` or until the stream ends (`running` false); a failed proof is reported and
+    /// counted as unverified.
+    pub fn during(&self, engine: &Engine, running: &AtomicBool) -> Vec<PostSample> {
+        let proved = || -> u64 {
+            engine
+                .status()
+                .devices
+                .iter()
+                .map(|d| d.partitions_proved)
+                .sum()
+        };
+        let before = proved();
+        while proved() == before && running.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(20));
         }
         let mut out = Vec::new();
