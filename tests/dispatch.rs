@@ -1166,6 +1166,29 @@ fn a_gpu_proof_that_fails_the_self_check_is_proved_again_and_its_gpu_faulted() {
     });
 }
 
+/// A one-partition request (the real 2KiB fixture) and a two-partition one (the shape the
+/// other tests here use: filecoin-proofs' partition table is one per process).
+fn one_and_two_partitions() -> (JobRequest, JobRequest) {
+    let p2 = FixtureShape {
+        partitions: 2,
+        layers: 0,
+    };
+    let (spec, _, c1) = common::fixture(FixtureShape::default());
+    let (spec2, _, c1_p2) = common::fixture(p2);
+    (
+        request(&spec, &c1, FixtureShape::default()),
+        request(&spec2, &c1_p2, p2),
+    )
+}
+
+/// Every timeline event of `engine`, as it comes.
+fn recorded(engine: &Engine) -> Arc<Mutex<Vec<cuzk::timeline::Event>>> {
+    let events: Arc<Mutex<Vec<cuzk::timeline::Event>>> = Arc::default();
+    let ev = events.clone();
+    engine.add_timeline_sink(Arc::new(move |e| ev.lock().unwrap().push(e.clone())));
+    events
+}
+
 /// The jobs in the order their `JobDone` events came, once `n` have come (the sink is fed
 /// after an await may return).
 fn done_order(events: &Mutex<Vec<cuzk::timeline::Event>>, n: usize) -> Vec<u64> {
@@ -1189,37 +1212,26 @@ fn done_order(events: &Mutex<Vec<cuzk::timeline::Event>>, n: usize) -> Vec<u64> 
 /// other back, P is proved next, then A's second.
 #[test]
 fn a_gpu_call_stops_between_partitions_for_a_higher_one_and_loses_no_work() {
-    // Two partitions: the shape the other tests here use (filecoin-proofs' partition table is
-    // one per process).
-    let p2 = FixtureShape {
-        partitions: 2,
-        layers: 0,
-    };
-    let (spec, _, c1) = common::fixture(FixtureShape::default());
-    let (spec2, _, c1_p2) = common::fixture(p2);
+    let (one, two) = one_and_two_partitions();
     let sim = Arc::new(SimState::dummy(4, vec![]).gated(2));
     let gates = sim.gates.clone();
     let engine = sim_engine(&sim, Config::default());
-    let events: Arc<Mutex<Vec<cuzk::timeline::Event>>> = Arc::default();
-    let ev = events.clone();
-    engine.add_timeline_sink(Arc::new(move |e| ev.lock().unwrap().push(e.clone())));
+    let events = recorded(&engine);
     let e = engine.clone();
     let s = sim.clone();
     common::within(600, "preemption between partitions", move || {
         let _opens: Vec<_> = gates.iter().map(|g| common::Opens(g.clone())).collect();
         // W holds the GPU at gate 1 while A's two partitions are synthesized.
-        let w = e
-            .submit(request(&spec, &c1, FixtureShape::default()))
-            .unwrap();
+        let w = e.submit(one.clone()).unwrap();
         common::wait_until(120, "W on the GPU", || e.status().proving == 1);
-        let a = e.submit(request(&spec2, &c1_p2, p2)).unwrap();
+        let a = e.submit(two).unwrap();
         common::wait_until(120, "A synthesized", || e.status().prover_queue == 2);
         gates[0].open();
         // A's batch of two waits at gate 2 while P is synthesized.
         common::wait_until(120, "A on the GPU", || {
             s.calls.lock().unwrap().len() == 2 && e.status().proving == 2
         });
-        let mut hi = request(&spec, &c1, FixtureShape::default());
+        let mut hi = one;
         hi.priority = 10;
         let p = e.submit(hi).unwrap();
         common::wait_until(120, "P synthesized", || e.status().prover_queue == 1);
@@ -1253,14 +1265,7 @@ fn a_gpu_call_stops_between_partitions_for_a_higher_one_and_loses_no_work() {
 /// the stream. One that would be proved before every partition waiting is synthesized at once.
 #[test]
 fn a_higher_partition_is_synthesized_while_the_prover_queue_is_full() {
-    // Two partitions: the shape the other tests here use (filecoin-proofs' partition table is
-    // one per process).
-    let p2 = FixtureShape {
-        partitions: 2,
-        layers: 0,
-    };
-    let (spec, _, c1) = common::fixture(FixtureShape::default());
-    let (spec2, _, c1_p2) = common::fixture(p2);
+    let (one, two) = one_and_two_partitions();
     let sim = Arc::new(SimState::dummy(1, vec![]).gated(1));
     let gate = sim.gates[0].clone();
     let engine = sim_engine(
@@ -1271,23 +1276,19 @@ fn a_higher_partition_is_synthesized_while_the_prover_queue_is_full() {
             ..Config::default()
         },
     );
-    let events: Arc<Mutex<Vec<cuzk::timeline::Event>>> = Arc::default();
-    let ev = events.clone();
-    engine.add_timeline_sink(Arc::new(move |e| ev.lock().unwrap().push(e.clone())));
+    let events = recorded(&engine);
     let e = engine.clone();
     common::within(600, "synthesis of a higher partition", move || {
         let _opens = common::Opens(gate.clone());
-        let w = e
-            .submit(request(&spec, &c1, FixtureShape::default()))
-            .unwrap();
+        let w = e.submit(one.clone()).unwrap();
         common::wait_until(120, "W on the GPU", || e.status().proving == 1);
         // A0 fills the prover queue's look-ahead; A1 waits to be synthesized.
-        let a = e.submit(request(&spec2, &c1_p2, p2)).unwrap();
+        let a = e.submit(two).unwrap();
         common::wait_until(120, "A0 synthesized", || {
             let st = e.status();
             st.prover_queue == 1 && st.synthesis_queue == 1 && st.synthesizing == 0
         });
-        let mut hi = request(&spec, &c1, FixtureShape::default());
+        let mut hi = one;
         hi.priority = 10;
         let p = e.submit(hi).unwrap();
         common::wait_until(120, "P synthesized past the look-ahead", || {

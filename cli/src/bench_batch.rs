@@ -649,8 +649,8 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             Error::invalid_argument(format!("--baseline-bin wants LABEL=PATH, not {spec:?}"))
         })?;
         eprintln!("running {label}: {path}");
-        let out = std::process::Command::new(path)
-            .args(["--c1", &a.c1.display().to_string()])
+        let mut cmd = std::process::Command::new(path);
+        cmd.args(["--c1", &a.c1.display().to_string()])
             .args([
                 "--sector-id",
                 &a.sector_id.to_string(),
@@ -665,21 +665,8 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             ])
             .args(["-c", &a.baseline_count.unwrap_or(a.count).to_string()])
             .args(["-j", &a.baseline_jobs.unwrap_or(a.concurrency).to_string()])
-            .args(["--label", label])
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| Error::internal(format!("cannot run {path}: {e}")))?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let v: serde_json::Value = stdout
-            .lines()
-            .rev()
-            .find_map(|l| serde_json::from_str(l).ok())
-            .ok_or_else(|| {
-                Error::internal(format!(
-                    "{label} printed no summary ({}): {stdout}",
-                    out.status
-                ))
-            })?;
+            .args(["--label", label]);
+        let (v, ok) = bench_post::run_summary(label, path, &mut cmd)?;
         let base_ppm = v["proofs_per_min"].as_f64().unwrap_or(0.0);
         println!(
             "{label}: {} proofs ({} failed) in {:.1} s = {:.2} proofs/min, peak RSS {} MiB; cuzk / {label}: {:.2}x",
@@ -690,9 +677,7 @@ fn bench_batch(a: BatchArgs) -> Result<ExitCode, Error> {
             v["peak_rss_bytes"].as_u64().unwrap_or(0) >> 20,
             ppm / base_ppm
         );
-        if !out.status.success() {
-            failed += 1;
-        }
+        failed += usize::from(!ok);
         externals.push(serde_json::json!({"label": label, "result": v, "ratio": ppm / base_ppm}));
     }
     let summary = serde_json::json!({

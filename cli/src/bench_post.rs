@@ -185,32 +185,15 @@ pub fn incumbents(
             ))
         })?;
         eprintln!("running {label} on the PoSt fixture: {path}");
-        let run = std::process::Command::new(path)
-            .arg("--post")
-            .arg(dir)
-            .args([
-                "-c",
-                &(side.args.post_alone + 1).to_string(),
-                "--label",
-                label,
-            ])
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| Error::internal(format!("cannot run {path}: {e}")))?;
-        let stdout = String::from_utf8_lossy(&run.stdout);
-        let v: serde_json::Value = stdout
-            .lines()
-            .rev()
-            .find_map(|l| serde_json::from_str(l).ok())
-            .ok_or_else(|| {
-                Error::internal(format!(
-                    "{label} printed no summary ({}): {stdout}",
-                    run.status
-                ))
-            })?;
-        if !run.status.success() {
-            failed += 1;
-        }
+        let mut cmd = std::process::Command::new(path);
+        cmd.arg("--post").arg(dir).args([
+            "-c",
+            &(side.args.post_alone + 1).to_string(),
+            "--label",
+            label,
+        ]);
+        let (v, ok) = run_summary(label, path, &mut cmd)?;
+        failed += usize::from(!ok);
         let walls: Vec<f64> = v["per_proof_s"]
             .as_array()
             .map(|a| {
@@ -235,6 +218,31 @@ pub fn incumbents(
         );
     }
     Ok((out, failed))
+}
+
+/// Runs an incumbent build (bench/fp-baseline) and reads the JSON summary it prints last on
+/// stdout; also whether it exited successfully.
+pub fn run_summary(
+    label: &str,
+    path: &str,
+    cmd: &mut std::process::Command,
+) -> Result<(serde_json::Value, bool), Error> {
+    let run = cmd
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| Error::internal(format!("cannot run {path}: {e}")))?;
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let v = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| {
+            Error::internal(format!(
+                "{label} printed no summary ({}): {stdout}",
+                run.status
+            ))
+        })?;
+    Ok((v, run.status.success()))
 }
 
 /// The `q` quantile (nearest rank) of `v`; None for none.
