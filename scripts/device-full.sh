@@ -265,6 +265,7 @@ PY
         # then 5 submissions beside a stream of the 2KiB 10-partition fixture; then the
         # incumbent (filecoin-proofs + supraseal) on the same partition, killed past 110 GiB.
         # Every proof verified (self-check, verify_seal, verify_{winning,window}_post).
+        # COMPARE=0 skips the stream without PoSt, INCUMBENT=0 the incumbent.
         SIZE=${SIZE:-32GiB}; P=$W/p-post; mkdir -p "$P"; export CUZK_ALLOW_RANDOM_PARAMS=1
         timed fixture-porep $BIN fixture --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$P/c1.json"
         timed fixture-winning $BIN fixture --kind winning-post --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/winning"
@@ -276,7 +277,7 @@ PY
         stamp "WinningPoSt beside a PoRep stream"
         s=$(smi winning)
         timed winning $BIN --params-dir "$P" bench batch --c1 "$P/c1.json" -c ${STREAM:-5} -j 2 --memory-budget-gib 100 \
-          --post "$W/winning" --post-count ${WINNING_COUNT:-20} --post-alone 3 --post-compare \
+          --post "$W/winning" --post-count ${WINNING_COUNT:-20} --post-alone 3 $([[ ${COMPARE:-1} = 1 ]] && echo --post-compare) \
           --json "$W/winning.json" --timeline "$W/winning.timeline" --svg "$W/winning.svg"
         kill $s; grep -vE '^\s*$' "$W/winning.out" | grep -vE '^ +[0-9]+ +[0-9.]+ ' | tail -24
         rm -f "$P"/*stacked-proof-of-replication*; df -h "$P"
@@ -289,7 +290,7 @@ PY
           -c ${STREAM_2K:-300} -j 4 --memory-budget-gib 100 --post "$W/window" --post-count 5 --post-alone 3 \
           --json "$W/window.json" --timeline "$W/window.timeline" --svg "$W/window.svg"
         kill $s; grep -vE '^\s*$' "$W/window.out" | grep -vE '^ +[0-9]+ +[0-9.]+ ' | tail -24
-        if [[ -x $SUPRA ]]; then
+        if [[ -x $SUPRA && ${INCUMBENT:-1} = 1 ]]; then
           stamp "the incumbent on the same WindowPoSt partition (1 + 3 proofs)"
           FIL_PROOFS_PARAMETER_CACHE=$P $SUPRA --post "$W/window" -c 4 --label fp-supraseal \
             > "$W/fp-window.out" 2> "$W/fp-window.log" &
