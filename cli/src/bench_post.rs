@@ -56,6 +56,8 @@ pub struct PostSample {
     pub gpu_ms: f64,
     /// Prover time summed over its partitions (GPU call, or CPU proving).
     pub prove_ms: f64,
+    /// Synthesis (the witness) summed over its partitions.
+    pub synth_ms: f64,
     /// GPU stage times summed over its partitions (upload, ntt, h, split, l, a, b_g1, b_g2).
     pub stages_ms: [f64; 8],
     pub partitions: usize,
@@ -108,6 +110,7 @@ impl PostSide {
                 wall_ms,
                 gpu_ms: out.partitions.iter().map(|p| p.stages.gpu_ms).sum(),
                 prove_ms: out.partitions.iter().map(|p| p.prove_ms).sum(),
+                synth_ms: out.partitions.iter().map(|p| p.synth_ms).sum(),
                 stages_ms,
                 partitions: out.partitions.len(),
                 verified,
@@ -156,6 +159,7 @@ impl PostSide {
                         wall_ms: f64::NAN,
                         gpu_ms: 0.0,
                         prove_ms: 0.0,
+                        synth_ms: 0.0,
                         stages_ms: [0.0; 8],
                         partitions: 0,
                         verified: false,
@@ -281,6 +285,10 @@ pub fn report(
         cold.wall_ms,
         warm_wall / warm_gpu.max(1e-9),
         warm.len()
+    );
+    println!(
+        "{kind} alone: synthesis (the witness) median {:.0} ms of it",
+        med(|s| s.synth_ms, warm)
     );
     if let Some(s) = warm.first() {
         let parts: Vec<String> = STAGES
