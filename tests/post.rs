@@ -567,3 +567,36 @@ fn a_synthetic_post_fixture_proves_through_the_engine_and_verifies() {
     }
     e.shutdown().unwrap();
 }
+
+/// A PoSt witness is synthesized per group of sectors in parallel (storage-proofs' circuit does
+/// so for a constraint system that can be extended, as cuzk's witness target now can): the
+/// values are the ones full synthesis makes one sector after another (the order the recording
+/// numbers them in), for every partition, at 2KiB and for 32 GiB WinningPoSt (66 one-challenge
+/// sectors). (bellperson's `WitnessCS` is no reference here: it starts with ONE and keeps each
+/// group's temporary ONE too.)
+#[test]
+fn a_post_witness_made_in_parallel_is_the_one_made_in_order() {
+    common::init();
+    for (proof, sectors) in [(WINDOW, 3), (PostProof::StackedDrgWinning32GiBV1, 1)] {
+        let f = synthetic(proof, sectors, 21);
+        let circuits = cuzk::post::prepare(&f.request(0)).unwrap().circuits;
+        for k in 0..circuits.shape().partitions {
+            let t = std::time::Instant::now();
+            let w = circuits.synthesize_witness(k, None, None).unwrap();
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let r = circuits.synthesize(k, None, None).unwrap();
+            assert_eq!(
+                w.inputs, r.input_assignment,
+                "{proof:?} partition {k}: inputs"
+            );
+            assert!(
+                w.aux() == r.aux_assignment,
+                "{proof:?} partition {k}: aux values"
+            );
+            eprintln!(
+                "{proof:?} partition {k}: {} aux values in {ms:.0} ms",
+                w.n_aux()
+            );
+        }
+    }
+}

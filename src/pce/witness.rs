@@ -75,6 +75,18 @@ impl Witness {
         self.n_aux += 1;
     }
 
+    /// Appends `other`'s aux values after this one's, in order (its inputs are the caller's).
+    fn append_aux(&mut self, other: &Witness) {
+        let mut others = other.other_value.iter();
+        for j in 0..other.n_aux {
+            match other.class(j) {
+                ZERO => self.push_bit(false),
+                ONE => self.push_bit(true),
+                _ => self.push(*others.next().expect("one value per other")),
+            }
+        }
+    }
+
     /// The number of aux values.
     pub fn n_aux(&self) -> usize {
         self.n_aux
@@ -277,6 +289,21 @@ impl ConstraintSystem<Fr> for WitnessTarget {
     fn get_root(&mut self) -> &mut Self::Root {
         self
     }
+
+    /// Sub-circuits that are independent may be synthesized in parallel (storage-proofs' PoSt
+    /// circuit does, per group of sectors), each into its own target made by `new`.
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends `other`'s values after this one's, as synthesized in order: its inputs but the
+    /// first (the temporary ONE it was made with) and its aux values.
+    fn extend(&mut self, other: &Self) {
+        self.w
+            .inputs
+            .extend_from_slice(other.w.inputs.get(1..).unwrap_or(&[]));
+        self.w.append_aux(&other.w);
+    }
 }
 
 #[cfg(test)]
@@ -326,5 +353,35 @@ mod tests {
         let mut bad = w.clone();
         bad.n_aux -= 2;
         assert!(!bad.classes_match(), "a value of class one past the end");
+    }
+
+    /// A target extended by others holds, in order, what one target given every value would.
+    #[test]
+    fn an_extended_witness_is_the_one_made_in_order() {
+        let vals: Vec<u64> = (0..100)
+            .map(|i| [0, 1, 7, 0, 1, 9, 1][i % 7] + i as u64 / 50)
+            .collect();
+        let mut whole = WitnessTarget::new();
+        whole.alloc_input(|| "", || Ok(Fr::ONE)).unwrap();
+        let mut parts = WitnessTarget::new();
+        parts.alloc_input(|| "", || Ok(Fr::ONE)).unwrap();
+        for (k, chunk) in vals.chunks(33).enumerate() {
+            let mut part = WitnessTarget::new();
+            part.alloc_input(|| "temp ONE", || Ok(Fr::ONE)).unwrap();
+            part.alloc_input(|| "", || Ok(Fr::from(k as u64 + 2)))
+                .unwrap();
+            whole
+                .alloc_input(|| "", || Ok(Fr::from(k as u64 + 2)))
+                .unwrap();
+            for &v in chunk {
+                part.alloc(|| "", || Ok(Fr::from(v))).unwrap();
+                whole.alloc(|| "", || Ok(Fr::from(v))).unwrap();
+            }
+            parts.extend(&part);
+        }
+        assert!(parts.w.classes_match());
+        assert_eq!(parts.w.inputs, whole.w.inputs);
+        assert_eq!(parts.w.aux(), whole.w.aux());
+        assert_eq!(parts.w.others(), whole.w.others());
     }
 }
