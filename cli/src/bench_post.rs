@@ -267,9 +267,8 @@ pub fn report(
     side: &PostSide,
     alone: &(PostSample, Vec<PostSample>),
     during: &[PostSample],
-    porep_partition_ms: f64,
+    stream_partition_ms: f64,
 ) -> serde_json::Value {
-    let porep_partition_gpu_ms = porep_partition_ms;
     let kind = format!("{:?}", side.fixture.proof);
     let (cold, warm) = alone;
     let med = |f: fn(&PostSample) -> f64, s: &[PostSample]| {
@@ -317,13 +316,13 @@ pub fn report(
         .count();
     let post_gpu_total: f64 = in_stream.iter().map(|s| s.gpu_ms.max(s.prove_ms)).sum();
     println!(
-        "{kind} during the stream: {} of {} submissions inside it; submit-to-verified-proof p50 {} ms, p99 {} ms, max {} ms; alone {warm_wall:.0} ms + one stream partition's prover time {porep_partition_gpu_ms:.0} ms = {:.0} ms; {} PoSt proofs not verified",
+        "{kind} during the stream: {} of {} submissions inside it; submit-to-verified-proof p50 {} ms, p99 {} ms, max {} ms; alone {warm_wall:.0} ms + one stream partition's prover time {stream_partition_ms:.0} ms = {:.0} ms; {} PoSt proofs not verified",
         in_stream.len(),
         during.len(),
         fmt(p50),
         fmt(p99),
         fmt(max),
-        warm_wall + porep_partition_gpu_ms,
+        warm_wall + stream_partition_ms,
         bad
     );
     serde_json::json!({
@@ -338,7 +337,7 @@ pub fn report(
         "during": during,
         "during_p50_ms": p50, "during_p99_ms": p99, "during_max_ms": max,
         "during_gpu_ms_total": post_gpu_total,
-        "porep_partition_gpu_ms": porep_partition_gpu_ms,
+        "stream_partition_ms": stream_partition_ms,
         "unverified": bad,
     })
 }
