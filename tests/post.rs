@@ -568,6 +568,62 @@ fn a_synthetic_post_fixture_proves_through_the_engine_and_verifies() {
     e.shutdown().unwrap();
 }
 
+/// PoSt's native witness generator gives witness synthesis's witness, inputs and aux values
+/// alike, for every partition (the last one padded with a repeated sector), for WindowPoSt V1
+/// and V1_1 at 2KiB and for 32 GiB WinningPoSt (66 one-challenge sectors); and the engine makes
+/// its PoSt witnesses with it (the native counter moves, no fallback).
+#[test]
+fn a_native_post_witness_is_witness_synthesis_s() {
+    common::init();
+    for (proof, sectors) in [
+        (WINDOW, 3),
+        (PostProof::StackedDrgWindow2KiBV1, 5),
+        (PostProof::StackedDrgWinning32GiBV1, 1),
+    ] {
+        let f = synthetic(proof, sectors, 23);
+        let circuits = cuzk::post::prepare(&f.request(0)).unwrap().circuits;
+        for k in 0..circuits.shape().partitions {
+            let t = std::time::Instant::now();
+            let native = circuits.native_witness(k, None, None).unwrap();
+            let native_ms = t.elapsed().as_secs_f64() * 1e3;
+            let t = std::time::Instant::now();
+            let synthesized = circuits.synthesize_witness(k, None, None).unwrap();
+            let synth_ms = t.elapsed().as_secs_f64() * 1e3;
+            assert!(
+                native == synthesized,
+                "{proof:?} partition {k}: the native witness differs ({} and {} aux values)",
+                native.n_aux(),
+                synthesized.n_aux()
+            );
+            assert!(native.classes_match());
+            eprintln!(
+                "{proof:?} partition {k}: {} aux values, native {native_ms:.0} ms, witness synthesis {synth_ms:.0} ms",
+                native.n_aux()
+            );
+        }
+    }
+    // The engine's first job may be synthesized in full while the recording loads: one of
+    // the first five jobs has both its partitions made natively.
+    post_params();
+    let e = engine();
+    let f = synthetic(WINDOW, 3, 24);
+    let mut native_jobs = 0;
+    for _ in 0..5 {
+        let before = e.status().native_witnesses;
+        let p = prove(&e, &f.request(0)).unwrap();
+        assert!(f.verify(&p).unwrap());
+        let made = e.status().native_witnesses - before;
+        assert!(made == 0 || made == 2, "{made} of 2 partitions native");
+        native_jobs += (made == 2) as usize;
+        if made == 2 {
+            break;
+        }
+    }
+    assert_eq!(native_jobs, 1, "no job had its witnesses made natively");
+    assert_eq!(e.status().native_fallbacks, 0);
+    e.shutdown().unwrap();
+}
+
 /// A PoSt witness is synthesized per group of sectors in parallel (storage-proofs' circuit does
 /// so for a constraint system that can be extended, as cuzk's witness target now can): the
 /// values are the ones full synthesis makes one sector after another (the order the recording

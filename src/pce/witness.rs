@@ -75,16 +75,97 @@ impl Witness {
         self.n_aux += 1;
     }
 
-    /// Appends `other`'s aux values after this one's, in order (its inputs are the caller's).
+    /// Appends `other`'s aux values after this one's, in order (its inputs are the caller's):
+    /// its class words shifted into place, its others' indices moved by this one's count.
     fn append_aux(&mut self, other: &Witness) {
-        let mut others = other.other_value.iter();
-        for j in 0..other.n_aux {
-            match other.class(j) {
-                ZERO => self.push_bit(false),
-                ONE => self.push_bit(true),
-                _ => self.push(*others.next().expect("one value per other")),
+        let off = self.n_aux;
+        let shift = 2 * (off % 32);
+        if shift == 0 {
+            self.classes.extend_from_slice(&other.classes);
+        } else {
+            self.classes.reserve(other.classes.len());
+            for &word in &other.classes {
+                *self
+                    .classes
+                    .last_mut()
+                    .expect("a word holds aux value off - 1") |= word << shift;
+                self.classes.push(word >> (64 - shift));
             }
         }
+        self.n_aux = off + other.n_aux;
+        // The last shifted word holds only classes past the end (zero).
+        self.classes.truncate(self.n_aux.div_ceil(32));
+        self.other_index
+            .extend(other.other_index.iter().map(|&j| j + off as u32));
+        self.other_value.extend_from_slice(&other.other_value);
+    }
+
+    /// Appends `other` after this one, as if its values had been pushed here in order: its
+    /// inputs after this one's, its aux values after this one's.
+    pub fn append(&mut self, other: &Witness) {
+        self.inputs.extend_from_slice(&other.inputs);
+        self.append_aux(other);
+    }
+
+    /// An empty witness with these inputs and room for `n_aux` aux values of which `others`
+    /// are neither 0 nor 1.
+    pub fn with_room_for(inputs: Vec<Fr>, n_aux: usize, others: usize) -> Self {
+        Witness {
+            inputs,
+            n_aux: 0,
+            classes: Vec::with_capacity(n_aux.div_ceil(32) + 1),
+            other_index: Vec::with_capacity(others),
+            other_value: Vec::with_capacity(others),
+        }
+    }
+
+    /// `inputs`, then `parts` appended in order. Where every part but the last holds whole
+    /// class words (a multiple of 32 aux values), the others' lists (most of a PoSt witness)
+    /// are copied part by part in parallel; else one after another.
+    pub fn concat(inputs: Vec<Fr>, parts: &[Witness]) -> Witness {
+        use rayon::prelude::*;
+        let sum = |f: fn(&Witness) -> usize| parts.iter().map(f).sum::<usize>();
+        let (n_aux, others) = (sum(|p| p.n_aux), sum(|p| p.other_value.len()));
+        let mut w = Witness::with_room_for(inputs, n_aux, others);
+        w.inputs.reserve(sum(|p| p.inputs.len()));
+        let whole = parts
+            .split_last()
+            .is_some_and(|(_, first)| first.iter().all(|p| p.n_aux % 32 == 0));
+        if !whole || u32::try_from(n_aux).is_err() {
+            for p in parts {
+                w.append(p);
+            }
+            return w;
+        }
+        // Filled in parallel (pages touched by many threads), then each part's slice copied.
+        w.other_index.par_extend(rayon::iter::repeatn(0u32, others));
+        w.other_value
+            .par_extend(rayon::iter::repeatn(Fr::ZERO, others));
+        let mut index_rest = &mut w.other_index[..];
+        let mut value_rest = &mut w.other_value[..];
+        let mut jobs = Vec::with_capacity(parts.len());
+        let mut off = 0u32;
+        for p in parts {
+            let n = p.other_value.len();
+            let (index, rest) = std::mem::take(&mut index_rest).split_at_mut(n);
+            index_rest = rest;
+            let (value, rest) = std::mem::take(&mut value_rest).split_at_mut(n);
+            value_rest = rest;
+            jobs.push((p, off, index, value));
+            off += p.n_aux as u32;
+        }
+        jobs.into_par_iter().for_each(|(p, off, index, value)| {
+            for (d, &j) in index.iter_mut().zip(&p.other_index) {
+                *d = j + off;
+            }
+            value.copy_from_slice(&p.other_value);
+        });
+        for p in parts {
+            w.inputs.extend_from_slice(&p.inputs);
+            w.classes.extend_from_slice(&p.classes);
+        }
+        w.n_aux = n_aux;
+        w
     }
 
     /// The number of aux values.
@@ -309,6 +390,36 @@ impl ConstraintSystem<Fr> for WitnessTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Witnesses appended at every offset within a class word are the witness pushed in one
+    /// piece: classes, others and inputs.
+    #[test]
+    fn appended_witnesses_are_the_one_pushed_in_order() {
+        let value = |i: u64| Fr::from([0, 1, 7, 1, 0, 9][(i * 7 % 6) as usize] + i % 3 * (i % 5));
+        for head in [0u64, 1, 5, 31, 32, 33, 64, 70] {
+            for tail in [0u64, 1, 13, 32, 40, 97] {
+                let mut whole = Witness::with_inputs(vec![Fr::ONE, Fr::from(head)], 0);
+                let mut a = Witness::with_inputs(vec![Fr::ONE], 0);
+                let mut b = Witness::with_inputs(vec![Fr::from(head)], 0);
+                for i in 0..head {
+                    a.push(value(i));
+                    whole.push(value(i));
+                }
+                for i in head..head + tail {
+                    b.push(value(i));
+                    whole.push(value(i));
+                }
+                let parts = [a.clone(), b.clone()];
+                a.append(&b);
+                assert_eq!(a, whole, "{head} then {tail}");
+                assert!(a.classes_match(), "{head} then {tail}");
+                // Whole words first (copied in parallel) or not (appended).
+                let joined = Witness::concat(Vec::new(), &parts);
+                assert_eq!(joined, whole, "{head} then {tail}, concatenated");
+                assert!(joined.classes_match());
+            }
+        }
+    }
 
     /// The compact witness holds what the values say: the classes, the others in order, the
     /// dense vector back, single values; a tampered one does not match.

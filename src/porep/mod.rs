@@ -2,7 +2,7 @@
 //! public inputs and the Groth16 parameter file each circuit needs.
 
 pub mod input;
-mod native;
+pub(crate) mod native;
 pub mod verify;
 
 use std::sync::{atomic::AtomicBool, Arc};

@@ -45,7 +45,7 @@ fn transcode<T: DeserializeOwned>(value: &impl Serialize, what: &str) -> Result<
 }
 
 /// A Merkle proof's path as the circuit allocates it (base, then sub and top tree steps).
-fn steps(p: &impl MerkleProofTrait) -> Result<Vec<Step>> {
+pub(crate) fn steps(p: &impl MerkleProofTrait) -> Result<Vec<Step>> {
     p.as_options()
         .into_iter()
         .map(|(hashes, index)| {

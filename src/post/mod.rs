@@ -23,6 +23,7 @@ use filecoin_proofs::{
 };
 use storage_proofs_core::{
     compound_proof::{self, CompoundProof},
+    merkle::MerkleProofTrait,
     parameter_cache::CacheableParameters,
     proof::ProofScheme,
 };
@@ -35,6 +36,7 @@ pub use filecoin_proofs_api::RegisteredPoStProof as PostProof;
 use crate::{
     error::{catch, Error, Result, Status},
     params::CircuitSize,
+    pce::native::post as native,
     pce::{Recording, Witness},
     porep::{
         record_circuit, reference_of, synthesize_circuit, with_tree_shape, witness_of, Class,
@@ -349,6 +351,51 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPost<Tree> {
     }
 }
 
+impl<Tree: 'static + MerkleTreeTrait> FallbackPost<Tree> {
+    /// Partition `k`'s sectors as the native generator takes them: the values
+    /// `FallbackPoStCompound::circuit` puts in its circuit (the partition's last public sector
+    /// repeated where it has fewer sectors than the circuit).
+    fn native_sectors(&self, k: usize) -> Result<Vec<native::Sector>> {
+        let proof = self
+            .proofs
+            .get(k)
+            .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))?;
+        let per = self.pub_params.sector_count;
+        let public = self
+            .pub_inputs
+            .sectors
+            .chunks(per)
+            .nth(k)
+            .ok_or_else(|| Error::internal(format!("no public sectors for partition {k}")))?;
+        proof
+            .sectors
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let comm_r = public
+                    .get(i)
+                    .or(public.last())
+                    .expect("a chunk is not empty");
+                Ok(native::Sector {
+                    comm_r: comm_r.comm_r.into(),
+                    comm_c: p.comm_c.into(),
+                    comm_r_last: p.comm_r_last.into(),
+                    leaves: p
+                        .inclusion_proofs
+                        .iter()
+                        .map(|m| {
+                            Ok(native::Leaf {
+                                value: m.leaf().into(),
+                                path: crate::porep::native::steps(m)?,
+                            })
+                        })
+                        .collect::<Result<_>>()?,
+                })
+            })
+            .collect()
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait> SealCircuits for FallbackPost<Tree> {
     fn shape(&self) -> Shape {
         self.shape
@@ -379,6 +426,19 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for FallbackPost<Tree> {
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<Witness> {
         witness_of(self.circuit(k)?, k, aux_hint, abort)
+    }
+
+    /// The native generator (`crate::pce::native::post`) over partition `k`'s sectors.
+    fn native_witness(
+        &self,
+        k: usize,
+        aux_hint: Option<usize>,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<Witness> {
+        let sectors = self.native_sectors(k)?;
+        catch("native witness", Status::Internal, || {
+            crate::pce::native::post::witness(&sectors, aux_hint, abort.as_deref())
+        })
     }
 
     /// Most of a PoSt witness is neither 0 nor 1 (Poseidon states of the Merkle paths), and

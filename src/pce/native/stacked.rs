@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use blstrs::Scalar as Fr;
 use ff::Field;
-use filecoin_hashers::{PoseidonBinaryArity, PoseidonOctArity, PoseidonQuadArity};
+use filecoin_hashers::PoseidonBinaryArity;
 
+pub use super::merkle::Step;
 use super::{
-    bits::{alloc, reverse_bit_numbering, Bit, U32},
-    hashers::{packed, sha256_multi_leaf, CAPACITY},
-    insertion::insert,
+    bits::{reverse_bit_numbering, Bit, U32},
     label::{alloc_u64, create_label, TOTAL_PARENTS},
+    merkle::{included, unsupported_step, TreeHash, Trees},
     num::{alloc_num, encode, to_bits_le},
     poseidon::{self, Constants},
 };
@@ -32,14 +32,6 @@ use crate::{
 pub const DRG_PARENTS: usize = 6;
 /// Expander parents of a node (`filecoin_proofs::EXP_DEGREE`).
 pub const EXP_PARENTS: usize = 8;
-
-/// One step of a Merkle path: the node's siblings, and its position among them (the arity is
-/// one more than the siblings).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Step {
-    pub siblings: Vec<Fr>,
-    pub index: usize,
-}
 
 /// A parent's column (its label in each layer) and the path of its hash in tree C.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,14 +107,8 @@ pub fn unsupported(p: &Partition) -> Option<String> {
             .chain(&c.comm_r_last_path)
             .chain(&c.comm_c_path)
             .chain(&c.comm_d_path);
-        for s in steps {
-            let arity = s.siblings.len() + 1;
-            if !matches!(arity, 2 | 4 | 8) {
-                return Some(format!("a tree of arity {arity}"));
-            }
-            if s.index >= arity {
-                return Some(format!("index {} in a step of arity {arity}", s.index));
-            }
+        if let Some(why) = unsupported_step(steps) {
+            return Some(why);
         }
     }
     None
@@ -130,18 +116,14 @@ pub fn unsupported(p: &Partition) -> Option<String> {
 
 /// The Poseidon constants the circuit hashes with.
 struct Hashers {
-    tree: [Constants; 3],
+    tree: Trees,
     column: Constants,
 }
 
 impl Hashers {
     fn new(layers: usize) -> Hashers {
         Hashers {
-            tree: [
-                Constants::of::<PoseidonBinaryArity>(),
-                Constants::of::<PoseidonQuadArity>(),
-                Constants::of::<PoseidonOctArity>(),
-            ],
+            tree: Trees::new(),
             // `hash_single_column`: arity 2 for two layers, 11 for eleven.
             column: if layers == 2 {
                 Constants::of::<PoseidonBinaryArity>()
@@ -149,67 +131,6 @@ impl Hashers {
                 Constants::column()
             },
         }
-    }
-
-    fn tree(&self, arity: usize) -> &Constants {
-        &self.tree[arity.trailing_zeros() as usize - 1]
-    }
-}
-
-/// Which hash a Merkle path's nodes are made with.
-#[derive(Clone, Copy, PartialEq)]
-enum TreeHash {
-    Sha256,
-    Poseidon,
-}
-
-/// `multipack::pack_into_inputs`: the bits, 254 to a public input.
-fn pack_into_inputs(w: &mut Witness, bits: &[Bit]) {
-    w.inputs.extend(bits.chunks(CAPACITY).map(packed));
-}
-
-/// storage-proofs' `PoRCircuit::synthesize` of an already allocated `leaf` (private root):
-/// per step, its index bits and siblings allocated, the node inserted among them and the
-/// result hashed; the index bits packed into inputs. Returns the root it computes.
-fn inclusion(w: &mut Witness, h: &Hashers, hash: TreeHash, path: &[Step], leaf: Fr) -> Fr {
-    let mut cur = leaf;
-    let mut path_bits = Vec::with_capacity(path.len() * 3);
-    for step in path {
-        let arity = step.siblings.len() + 1;
-        let bits: Vec<Bit> = (0..arity.trailing_zeros())
-            .map(|i| alloc(w, step.index >> i & 1 == 1))
-            .collect();
-        for &s in &step.siblings {
-            alloc_num(w, s);
-        }
-        let inserted = insert(w, cur, &bits, &step.siblings);
-        cur = match hash {
-            TreeHash::Sha256 => sha256_multi_leaf(w, &inserted),
-            TreeHash::Poseidon => poseidon::hash(w, h.tree(arity), &inserted),
-        };
-        path_bits.extend(bits);
-    }
-    pack_into_inputs(w, &path_bits);
-    cur
-}
-
-/// `inclusion`, its root compared with the commitment the circuit constrains it to.
-fn included(
-    w: &mut Witness,
-    h: &Hashers,
-    hash: TreeHash,
-    path: &[Step],
-    leaf: Fr,
-    root: Fr,
-    what: impl FnOnce() -> String,
-) -> Result<()> {
-    if inclusion(w, h, hash, path, leaf) == root {
-        Ok(())
-    } else {
-        Err(Error::internal(format!(
-            "native witness: {}: the path does not lead to its commitment",
-            what()
-        )))
     }
 }
 
@@ -225,7 +146,15 @@ fn column(
         alloc_num(w, r);
     }
     let hash = poseidon::hash(w, &h.column, &col.rows);
-    included(w, h, TreeHash::Poseidon, &col.path, hash, comm_c, what)
+    included(
+        w,
+        &h.tree,
+        TreeHash::Poseidon,
+        &col.path,
+        hash,
+        comm_c,
+        what,
+    )
 }
 
 /// A parent's label in bits as the labels hash them (`to_bits_le`, bytes reversed).
@@ -245,7 +174,7 @@ fn challenge(
     let leaf = alloc_num(w, c.data_leaf);
     included(
         w,
-        h,
+        &h.tree,
         TreeHash::Sha256,
         &c.comm_d_path,
         leaf,
@@ -294,7 +223,7 @@ fn challenge(
     let encoded = encode(w, key, leaf);
     included(
         w,
-        h,
+        &h.tree,
         TreeHash::Poseidon,
         &c.comm_r_last_path,
         encoded,
@@ -304,7 +233,7 @@ fn challenge(
     let hash = poseidon::hash(w, &h.column, &labels);
     included(
         w,
-        h,
+        &h.tree,
         TreeHash::Poseidon,
         &c.comm_c_path,
         hash,
@@ -337,7 +266,7 @@ pub fn witness(
     w.inputs.push(p.comm_r);
     alloc_num(&mut w, p.comm_r_last);
     alloc_num(&mut w, p.comm_c);
-    if poseidon::hash(&mut w, h.tree(2), &[p.comm_c, p.comm_r_last]) != p.comm_r {
+    if poseidon::hash(&mut w, h.tree.of(2), &[p.comm_c, p.comm_r_last]) != p.comm_r {
         return Err(Error::internal(
             "native witness: comm_r is not H(comm_c, comm_r_last)",
         ));
