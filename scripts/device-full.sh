@@ -13,7 +13,8 @@
 #                                       # a GPU shared with a co-tenant)
 #                                       # or post (issue 44: WinningPoSt beside a PoRep
 #                                       # stream, WindowPoSt alone, beside a 2KiB stream and
-#                                       # against the incumbent; SIZE=32GiB by default)
+#                                       # against the incumbent; SIZE=32GiB by default;
+#                                       # post-window: the WindowPoSt part only)
 #                                       # or msm (parameters resident, read piece by piece: the
 #                                       # host's peak; the H MSM's shapes swept in one engine,
 #                                       # then the 6-proof stream with the fastest;
@@ -257,7 +258,7 @@ PY
         "$0" run native "$W" || true
         P=$W/p32
         limited 24GiB 16GiB ;;
-      post)
+      post|post-window)
         # Issue 44: PoSt through the engine at SIZE (default 32GiB), fixtures without sectors.
         # (1) WinningPoSt beside a PoRep stream of 5 proofs: the stream once without PoSt, then
         # with 20 WinningPoSt submissions (submit to verified proof, p50/p99), after 3 alone.
@@ -266,11 +267,13 @@ PY
         # then 5 submissions beside a stream of the 2KiB 10-partition fixture; then the
         # incumbent (filecoin-proofs + supraseal) on the same partition, killed past 110 GiB.
         # Every proof verified (self-check, verify_seal, verify_{winning,window}_post).
-        # COMPARE=0 skips the stream without PoSt, INCUMBENT=0 the incumbent.
+        # COMPARE=0 skips the stream without PoSt, INCUMBENT=0 the incumbent; post-window runs
+        # (2) only, INCUMBENT_PROOFS (default 4) sets the incumbent's count.
         SIZE=${SIZE:-32GiB}; P=$W/p-post; mkdir -p "$P"; export CUZK_ALLOW_RANDOM_PARAMS=1
+        timed fixture-window $BIN fixture --kind window-post --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/window"
+        if [[ $PLAN = post ]]; then
         timed fixture-porep $BIN fixture --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$P/c1.json"
         timed fixture-winning $BIN fixture --kind winning-post --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/winning"
-        timed fixture-window $BIN fixture --kind window-post --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/window"
         cat "$W"/fixture-*.log
         stamp "$SIZE PoRep and WinningPoSt parameters"
         timed gen-porep $BIN --params-dir "$P" params gen --sector-size $SIZE $(rec_opt "$P"); head -12 "$W/gen-porep.out"
@@ -282,6 +285,7 @@ PY
           --json "$W/winning.json" --timeline "$W/winning.timeline" --svg "$W/winning.svg"
         kill $s; grep -vE '^\s*$' "$W/winning.out" | grep -vE '^ +[0-9]+ +[0-9.]+ ' | tail -24
         rm -f "$P"/*stacked-proof-of-replication*; df -h "$P"
+        fi
         stamp "$SIZE WindowPoSt parameters"
         # The 32 GiB WindowPoSt set is 58 GB (633M points: its witness is dense): with its
         # recording (~6 GB) it does not fit a 64 GiB disk, so the engine records the circuit
@@ -291,12 +295,12 @@ PY
         stamp "WindowPoSt alone, then beside a 2KiB 10-partition stream"
         s=$(smi window)
         timed window $BIN --params-dir "$P" bench batch --c1 "$P/cuzk-fixtures/2KiB-p10.c1.json" --partitions 10 \
-          -c ${STREAM_2K:-300} -j 4 --memory-budget-gib 100 --post "$W/window" --post-count 5 --post-alone 3 \
+          -c ${STREAM_2K:-2000} -j 4 --memory-budget-gib 100 --post "$W/window" --post-count ${WINDOW_COUNT:-5} --post-alone 3 --post-ends-stream \
           --json "$W/window.json" --timeline "$W/window.timeline" --svg "$W/window.svg"
         kill $s; grep -vE '^\s*$' "$W/window.out" | grep -vE '^ +[0-9]+ +[0-9.]+ ' | tail -24
         if [[ -x $SUPRA && ${INCUMBENT:-1} = 1 ]]; then
           stamp "the incumbent on the same WindowPoSt partition (1 + 3 proofs)"
-          FIL_PROOFS_PARAMETER_CACHE=$P $SUPRA --post "$W/window" -c 4 --label fp-supraseal \
+          FIL_PROOFS_PARAMETER_CACHE=$P $SUPRA --post "$W/window" -c ${INCUMBENT_PROOFS:-4} --label fp-supraseal \
             > "$W/fp-window.out" 2> "$W/fp-window.log" &
           pid=$! t0=$SECONDS peak=0
           while kill -0 $pid 2>/dev/null; do
@@ -321,5 +325,5 @@ PY
         kill $s; grep -vE '^\s*$' "$W/bench-64.out" | tail -30 ;;
     esac
     stamp "END" ;;
-  *) echo "usage: $0 check | start 32|64|small|native|both|msm|fresh|post | poll [SECS]" >&2; exit 2 ;;
+  *) echo "usage: $0 check | start 32|64|small|native|both|msm|fresh|post|post-window | poll [SECS]" >&2; exit 2 ;;
 esac

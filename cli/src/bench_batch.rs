@@ -335,9 +335,9 @@ fn run_concurrently<T: Send>(
 
 type StreamResult = Result<((usize, f64), f64, cuzk::engine::JobOutput), Error>;
 
-/// The stream: `a.count` proofs, `a.concurrency` in flight; with `post`, PoSt proofs submitted
-/// beside it once its first partition is proved. Returns the results, the stream's seconds and the
-/// PoSt samples.
+/// The stream: `a.count` proofs (fewer with --post-ends-stream), `a.concurrency` in flight;
+/// with `post`, PoSt proofs submitted beside it once its first partition is proved. Returns the
+/// results, the stream's seconds and the PoSt samples.
 fn stream(
     a: &BatchArgs,
     engine: &Engine,
@@ -347,11 +347,22 @@ fn stream(
 ) -> (Vec<StreamResult>, f64, Vec<PostSample>) {
     let done = std::sync::atomic::AtomicUsize::new(0);
     let running = AtomicBool::new(true);
+    // Set when the PoSt side is done, where its end ends the stream (--post-ends-stream).
+    let post_over = AtomicBool::new(false);
     let pb = progress(a.count, "cuzk");
     let t0 = Instant::now();
     let (results, during) = std::thread::scope(|s| {
-        let side = post.map(|p| s.spawn(|| p.during(engine, &running)));
+        let side = post.map(|p| {
+            s.spawn(|| {
+                let d = p.during(engine, &running);
+                post_over.store(p.args.post_ends_stream, Ordering::SeqCst);
+                d
+            })
+        });
         let results = run_concurrently(a.count, a.concurrency, |i| {
+            if post_over.load(Ordering::SeqCst) {
+                return None;
+            }
             let t = Instant::now();
             let r = engine.prove(req.clone());
             pb.inc(1);
@@ -365,8 +376,9 @@ fn stream(
                 }
             }
             let done_s = t0.elapsed().as_secs_f64();
-            r.map(|o| ((i, done_s), t.elapsed().as_secs_f64() * 1e3, o))
+            Some(r.map(|o| ((i, done_s), t.elapsed().as_secs_f64() * 1e3, o)))
         });
+        let results: Vec<StreamResult> = results.into_iter().flatten().collect();
         running.store(false, Ordering::SeqCst);
         let during = side
             .map(|h| h.join().expect("the PoSt thread"))

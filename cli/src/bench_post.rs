@@ -40,6 +40,11 @@ pub struct PostBenchArgs {
     /// Run the stream once without PoSt first, for the stream's loss to PoSt.
     #[arg(long)]
     pub post_compare: bool,
+    /// End the stream with the PoSt submissions: its jobs not started by the time the last
+    /// PoSt proof returns are not submitted (for a stream much longer than it needs to be).
+    /// Not with --post-compare, whose two streams must be the same.
+    #[arg(long, conflicts_with = "post_compare")]
+    pub post_ends_stream: bool,
     /// The incumbent (bench/fp-baseline) as LABEL=PATH: after the stream it proves the PoSt
     /// fixture 1 + --post-alone times (the first loads its parameters), each verified; its
     /// warm median against cuzk's. Repeatable.
