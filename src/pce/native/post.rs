@@ -104,6 +104,7 @@ pub fn witness(
     if let Some(why) = unsupported(sectors) {
         return Err(Error::unsupported(format!("native witness: {why}")));
     }
+    let start = std::time::Instant::now();
     let t = Trees::new();
     let per_group = aux_hint.map_or(0, |n| n / sectors.len() * GROUP);
     let groups = sectors
@@ -121,7 +122,15 @@ pub fn witness(
             Ok(w)
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(Witness::concat(vec![Fr::ONE], &groups))
+    let made = start.elapsed();
+    let w = Witness::concat(vec![Fr::ONE], &groups);
+    log::debug!(
+        "native PoSt witness: {} sectors, {} aux values: groups made in {made:.2?}, appended in {:.2?}",
+        sectors.len(),
+        w.n_aux(),
+        start.elapsed() - made
+    );
+    Ok(w)
 }
 
 #[cfg(test)]
