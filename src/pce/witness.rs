@@ -109,14 +109,18 @@ impl Witness {
 
     /// An empty witness with these inputs and room for `n_aux` aux values of which `others`
     /// are neither 0 nor 1.
+    /// The others' lists are advised into huge pages before their first touch.
     pub fn with_room_for(inputs: Vec<Fr>, n_aux: usize, others: usize) -> Self {
-        Witness {
+        let mut w = Witness {
             inputs,
             n_aux: 0,
             classes: Vec::with_capacity(n_aux.div_ceil(32) + 1),
             other_index: Vec::with_capacity(others),
             other_value: Vec::with_capacity(others),
-        }
+        };
+        crate::sys::os::advise_huge_pages(&mut w.other_index);
+        crate::sys::os::advise_huge_pages(&mut w.other_value);
+        w
     }
 
     /// `inputs`, then `parts` appended in order. Where every part but the last holds whole
