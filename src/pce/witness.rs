@@ -142,9 +142,10 @@ impl Witness {
             return w;
         }
         // Filled in parallel (pages touched by many threads), then each part's slice copied.
-        w.other_index.par_extend(rayon::iter::repeatn(0u32, others));
+        w.other_index
+            .par_extend(rayon::iter::repeat_n(0u32, others));
         w.other_value
-            .par_extend(rayon::iter::repeatn(Fr::ZERO, others));
+            .par_extend(rayon::iter::repeat_n(Fr::ZERO, others));
         let mut index_rest = &mut w.other_index[..];
         let mut value_rest = &mut w.other_value[..];
         let mut jobs = Vec::with_capacity(parts.len());
