@@ -365,3 +365,70 @@ mod tests {
         assert_eq!(quantile(&[3.0, f64::NAN, 1.0], 0.5), Some(1.0));
     }
 }
+
+/// `cuzk bench post-witness`: a PoSt partition's witness made by witness synthesis
+/// (storage-proofs' circuit, groups of sectors in parallel) and by the native generator
+/// (`cuzk::pce::native::post`), in the same run on the same fixture, the two checked equal
+/// first. No parameters or recording are needed.
+#[derive(Args)]
+pub struct PostWitnessArgs {
+    /// A PoSt fixture directory (`cuzk fixture --kind window-post|winning-post`).
+    #[arg(long)]
+    pub post: PathBuf,
+    /// Rounds per path.
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+}
+
+pub fn post_witness(a: PostWitnessArgs) -> Result<std::process::ExitCode, Error> {
+    let f = PostFixture::load(&a.post)?;
+    let circuits = cuzk::post::prepare(&f.request(0))?.circuits;
+    let synthesized = circuits.synthesize_witness(0, None, None)?;
+    let hint = Some(synthesized.n_aux());
+    if circuits.native_witness(0, hint, None)? != synthesized {
+        return Err(Error::internal(
+            "the native witness differs from witness synthesis's",
+        ));
+    }
+    let [_, _, others] = synthesized.counts();
+    println!(
+        "{:?}, {} sectors: partition 0 has {} aux values ({:.1}% neither 0 nor 1); {} threads",
+        f.proof,
+        f.sectors.len(),
+        synthesized.n_aux(),
+        100.0 * others as f64 / synthesized.n_aux().max(1) as f64,
+        rayon::current_num_threads()
+    );
+    drop(synthesized);
+    type Path<'a> = Box<dyn Fn() -> cuzk::Result<cuzk::pce::Witness> + 'a>;
+    let paths: [(&str, Path); 2] = [
+        (
+            "witness",
+            Box::new(|| circuits.synthesize_witness(0, hint, None)),
+        ),
+        (
+            "native",
+            Box::new(|| circuits.native_witness(0, hint, None)),
+        ),
+    ];
+    let mut means = Vec::new();
+    for (name, make) in &paths {
+        let cpu0 = cuzk::sys::os::process_cpu_time();
+        let mut walls = Vec::new();
+        for _ in 0..a.reps.max(1) {
+            let t = Instant::now();
+            drop(make()?);
+            walls.push(t.elapsed().as_secs_f64());
+        }
+        let cpu = (cuzk::sys::os::process_cpu_time() - cpu0).as_secs_f64() / walls.len() as f64;
+        let mean = walls.iter().sum::<f64>() / walls.len() as f64;
+        let min = walls.iter().cloned().fold(f64::INFINITY, f64::min);
+        println!("{name:<8} wall mean {mean:.3} s, min {min:.3} s, CPU {cpu:.2} s per witness ({} rounds)", walls.len());
+        means.push(mean);
+    }
+    println!(
+        "native: {:.2}x faster than witness synthesis (mean wall)",
+        means[0] / means[1]
+    );
+    Ok(std::process::ExitCode::SUCCESS)
+}

@@ -116,6 +116,7 @@ enum BenchCmd {
     Batch(bench_batch::BatchCmdArgs),
     Calls(bench_calls::CallsArgs),
     Synth(bench_synth::SynthArgs),
+    PostWitness(bench_post::PostWitnessArgs),
     C2(bench_c2::C2Args),
     Params(bench_params::ParamsBenchArgs),
 }
@@ -218,6 +219,7 @@ fn run(cmd: Cmd, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCode, Er
         Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::batch(a, params_dir),
         Cmd::Bench(BenchCmd::Calls(a)) => bench_calls::calls(a, params_dir),
         Cmd::Bench(BenchCmd::Synth(a)) => bench_synth::synth(a, params_dir),
+        Cmd::Bench(BenchCmd::PostWitness(a)) => bench_post::post_witness(a),
         Cmd::Bench(BenchCmd::C2(a)) => bench_c2::c2(a),
         Cmd::Bench(BenchCmd::Params(a)) => bench_params::params(a),
     }
