@@ -268,9 +268,14 @@ PY
         # incumbent (filecoin-proofs + supraseal) on the same partition, killed past 110 GiB.
         # Every proof verified (self-check, verify_seal, verify_{winning,window}_post).
         # COMPARE=0 skips the stream without PoSt, INCUMBENT=0 the incumbent; post-window runs
-        # (2) only, INCUMBENT_PROOFS (default 4) sets the incumbent's count.
+        # (2) only, INCUMBENT_PROOFS (default 4) sets the incumbent's count. First, the
+        # WindowPoSt witness by witness synthesis and natively (WITNESS_REPS rounds each).
         SIZE=${SIZE:-32GiB}; P=$W/p-post; mkdir -p "$P"; export CUZK_ALLOW_RANDOM_PARAMS=1
         timed fixture-window $BIN fixture --kind window-post --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/window"
+        # The WindowPoSt witness on this host's cores: witness synthesis against the native
+        # generator (no parameters needed), its groups and assembly in the debug log.
+        RUST_LOG=${RUST_LOG},cuzk::pce::native::post=debug timed post-witness $BIN bench post-witness --post "$W/window" --reps ${WITNESS_REPS:-1}
+        cat "$W/post-witness.out"; grep -h "native PoSt witness" "$W/post-witness.log" | tail -2
         if [[ $PLAN = post ]]; then
         timed fixture-porep $BIN fixture --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$P/c1.json"
         timed fixture-winning $BIN fixture --kind winning-post --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/winning"
