@@ -1235,7 +1235,9 @@ fn a_circuit_the_native_generator_does_not_support_uses_witness_synthesis() {
 /// A PoSt witness is mostly full field elements (Poseidon states), where 0.4-1.6% of PoRep's
 /// aux values are neither 0 nor 1. On the witness path (a GPU that computes a, b and c), a PoSt
 /// partition reserves at least what its compact witness holds: the first (no witness of the
-/// circuit measured yet) by its kind's estimate, the next by what the first held.
+/// circuit measured yet) by its kind's estimate, the next by what the first held, and never
+/// less than the kind's estimate (PoSt's covers the native generator's assembly: its groups
+/// and the witness they are copied into, held at once).
 #[test]
 fn a_post_partition_reserves_what_its_witness_holds() {
     use common::tools::{fixture::ensure_post_params, post_fixture};
@@ -1262,6 +1264,10 @@ fn a_post_partition_reserves_what_its_witness_holds() {
         w.n_aux()
     );
     let holds = w.bytes();
+    // Made natively (the default), a PoSt witness is assembled from groups of sectors: the
+    // groups and the witness they are copied into are held at once.
+    let native = circuits.native_witness(0, Some(n_aux), None).unwrap();
+    let native_peak = 2 * native.bytes();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_path_buf();
     let reserved = within(600, "two PoSt jobs on the witness path", move || {
@@ -1296,6 +1302,10 @@ fn a_post_partition_reserves_what_its_witness_holds() {
         assert!(
             *r >= holds,
             "PoSt partition {i} reserved {r} bytes, its witness holds {holds}"
+        );
+        assert!(
+            *r >= native_peak,
+            "PoSt partition {i} reserved {r} bytes, making its witness natively holds {native_peak}"
         );
     }
 }

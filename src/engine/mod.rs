@@ -165,11 +165,13 @@ impl Inner {
     }
 
     /// The room, as a share of aux values, circuit `id`'s compact witnesses are budgeted for
-    /// their values that are neither 0 nor 1: the most one of them has kept, else its kind's
-    /// estimate; never under PoRep's.
+    /// their values that are neither 0 nor 1: the most one of them has kept, never under its
+    /// kind's estimate nor PoRep's.
     fn others_room(&self, id: &str) -> f64 {
+        // The kind's estimate is a floor: it may cover more than the witness keeps (PoSt's
+        // native generator holds its groups and the witness they are copied into at once).
         let room = match self.others_room.lock().get(id) {
-            Some((_, Some(kept))) => *kept,
+            Some((estimate, Some(kept))) => kept.max(*estimate),
             Some((estimate, None)) => *estimate,
             None => crate::params::WITNESS_OTHERS_ROOM,
         };

@@ -226,8 +226,8 @@ pub trait SealCircuits: Send + Sync {
         )))
     }
     /// The room its compact witnesses keep for values that are neither 0 nor 1, as a share
-    /// of the aux values, before one of them has been measured: the memory budget's estimate
-    /// for the circuit's first partitions (later ones are budgeted by what its witnesses kept).
+    /// of the aux values: the memory budget's estimate for the circuit's first partitions and
+    /// its floor for the later ones (budgeted by what its witnesses kept where that is more).
     fn witness_others_room(&self) -> f64 {
         crate::params::WITNESS_OTHERS_ROOM
     }

@@ -441,8 +441,10 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for FallbackPost<Tree> {
         })
     }
 
-    /// Most of a PoSt witness is neither 0 nor 1 (Poseidon states of the Merkle paths), and
-    /// its lists grow by doubling: up to twice the aux values.
+    /// Most of a PoSt witness is neither 0 nor 1 (Poseidon states of the Merkle paths). Twice
+    /// the aux values: witness synthesis's lists grow by doubling, and the native generator
+    /// holds its groups and the witness they are copied into at once. The engine never
+    /// budgets a PoSt partition under it.
     fn witness_others_room(&self) -> f64 {
         2.0
     }

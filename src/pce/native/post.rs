@@ -106,13 +106,13 @@ pub fn witness(
     }
     let start = std::time::Instant::now();
     let t = Trees::new();
-    let per_group = aux_hint.map_or(0, |n| n / sectors.len() * GROUP);
     let groups = sectors
         .par_chunks(GROUP)
         .enumerate()
         .map(|(g, group)| {
-            // Room for as many others as aux values (most of them are others).
-            let mut w = Witness::with_room_for(Vec::new(), per_group, per_group);
+            // Room for the group's aux values, as many others (most of them are others).
+            let room = aux_hint.map_or(0, |n| n / sectors.len() * group.len());
+            let mut w = Witness::with_room_for(Vec::new(), room, room);
             for (k, s) in group.iter().enumerate() {
                 if abort.is_some_and(|a| a.load(Ordering::Relaxed)) {
                     return Err(Error::new(Status::Cancelled, "native witness: aborted"));
