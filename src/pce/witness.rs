@@ -102,14 +102,14 @@ impl Witness {
 
     /// Appends `other` after this one, as if its values had been pushed here in order: its
     /// inputs after this one's, its aux values after this one's.
-    pub fn append(&mut self, other: &Witness) {
+    fn append(&mut self, other: &Witness) {
         self.inputs.extend_from_slice(&other.inputs);
         self.append_aux(other);
     }
 
     /// An empty witness with these inputs and room for `n_aux` aux values of which `others`
-    /// are neither 0 nor 1.
-    /// The others' lists are advised into huge pages before their first touch.
+    /// are neither 0 nor 1, the others' lists advised into huge pages before their first
+    /// touch.
     pub fn with_room_for(inputs: Vec<Fr>, n_aux: usize, others: usize) -> Self {
         let mut w = Witness {
             inputs,

@@ -333,11 +333,15 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
 }
 
 impl<Tree: 'static + MerkleTreeTrait> FallbackPost<Tree> {
-    fn circuit(&self, k: usize) -> Result<FallbackPoStCircuit<Tree>> {
-        let proof = self
-            .proofs
+    /// Partition `k`'s vanilla proof.
+    fn proof(&self, k: usize) -> Result<&fallback::Proof<Tree::Proof>> {
+        self.proofs
             .get(k)
-            .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))?;
+            .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))
+    }
+
+    fn circuit(&self, k: usize) -> Result<FallbackPoStCircuit<Tree>> {
+        let proof = self.proof(k)?;
         catch("circuit construction", Status::InvalidInput, || {
             FallbackPoStCompound::<Tree>::circuit(
                 &self.pub_inputs,
@@ -349,17 +353,12 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPost<Tree> {
             .map_err(|e| Error::from_anyhow(Status::InvalidInput, "building the circuit", e))
         })
     }
-}
 
-impl<Tree: 'static + MerkleTreeTrait> FallbackPost<Tree> {
     /// Partition `k`'s sectors as the native generator takes them: the values
     /// `FallbackPoStCompound::circuit` puts in its circuit (the partition's last public sector
     /// repeated where it has fewer sectors than the circuit).
     fn native_sectors(&self, k: usize) -> Result<Vec<native::Sector>> {
-        let proof = self
-            .proofs
-            .get(k)
-            .ok_or_else(|| Error::invalid_argument(format!("no partition {k}")))?;
+        let proof = self.proof(k)?;
         let per = self.pub_params.sector_count;
         let public = self
             .pub_inputs
@@ -428,7 +427,7 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for FallbackPost<Tree> {
         witness_of(self.circuit(k)?, k, aux_hint, abort)
     }
 
-    /// The native generator (`crate::pce::native::post`) over partition `k`'s sectors.
+    /// The native generator (`pce::native::post`) over partition `k`'s sectors.
     fn native_witness(
         &self,
         k: usize,
@@ -437,7 +436,7 @@ impl<Tree: 'static + MerkleTreeTrait> SealCircuits for FallbackPost<Tree> {
     ) -> Result<Witness> {
         let sectors = self.native_sectors(k)?;
         catch("native witness", Status::Internal, || {
-            crate::pce::native::post::witness(&sectors, aux_hint, abort.as_deref())
+            native::witness(&sectors, aux_hint, abort.as_deref())
         })
     }
 
