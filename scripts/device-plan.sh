@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark runs recorded in BENCHMARKS.md, as run on the lent GPU machines (one call of the
+# The benchmark runs recorded in docs/notebook/benchmarks.md, as run on the lent GPU machines (one call of the
 # device tool each). Results are packed into $OUT/results.tgz (the tool returns few files).
 #   scripts/device-plan.sh h200     # issue 5: 1 GPU, real 2KiB and 10-partition streams
 #   scripts/device-plan.sh h200-p10 # issue 5: the 10-partition stream again, call cost
@@ -274,7 +274,7 @@ case ${1:-} in
     ;;
   h200-restructure)
     # issue 23: after a restructure, the same checks and the same stream: make test-gpu's checks,
-    # then the 10-partition stream (BENCHMARKS section 9: 106.5 proofs/min before).
+    # then the 10-partition stream (docs/notebook/benchmarks.md section 9: 106.5 proofs/min before).
     $D info
     $D setup 2k
     $D gpu-checks
@@ -293,7 +293,7 @@ case ${1:-} in
   h200-issue23)
     # issue 23 closed: kernels/ on owning buffers and one header, the GPU backend split, the
     # workspace. make test-gpu's checks (the kernels' tests included), compute-sanitizer over
-    # the fixed-base kernel, then the 10-partition stream (BENCHMARKS section 11: 103.6/min).
+    # the fixed-base kernel, then the 10-partition stream (docs/notebook/benchmarks.md section 11: 103.6/min).
     $D info
     $D setup 2k
     $D gpu-checks

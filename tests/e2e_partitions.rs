@@ -5,7 +5,7 @@
 //! Fewer than 10 partitions keeps CI within its time. `make test` synthesizes the 10-partition
 //! fixture's partitions 0 and 9 both ways and proves partition 0 on the CPU, verified with the
 //! .vk (tests/pce.rs), but no whole 10-partition proof: that is proved only by the benchmarks (`cuzk bench c2`,
-//! `cuzk bench batch`, BENCHMARKS.md).
+//! `cuzk bench batch`, docs/notebook/benchmarks.md).
 
 mod common;
 

@@ -83,14 +83,14 @@ static msm_shape_t msm_shape(size_t n, size_t max_stride = SIZE_MAX, bool tuned 
     const uint32_t knob_wbits = (uint32_t)(knobs >> 32), knob_batches = (uint32_t)knobs;
     msm_shape_t s;
     s.n = n;
-    // Measured on the H200 at 2^21 points (BENCHMARKS.md, stage 5): one batch beats sppark's
+    // Measured on the H200 at 2^21 points (docs/notebook/benchmarks.md, stage 5): one batch beats sppark's
     // four (26.4 against 31.3 ms at 13-bit windows; its batches bound its host-side work, which
     // this driver does not have), and 15-bit windows beat 13, 14 and 16 (23.6 ms). So: windows
     // of log2(1.5 n) - 6 bits within 10..16, and batches only to keep a batch's digits within
     // 2^24 points (~1.3 GB of digits and sort space).
     // At 2^26 points and more, where the caller has room for one batch (max_stride unbounded:
     // the H MSM of a resident plan with full stages), one batch of CUZK_MSM_LARGE_WBITS-bit
-    // windows: at 2^27 it beat 16-bit windows in 8 batches by 6.5% (BENCHMARKS.md section 21),
+    // windows: at 2^27 it beat 16-bit windows in 8 batches by 6.5% (docs/notebook/benchmarks.md section 21),
     // for ~7.8 GB more digits and sort space, which the plans count.
     const uint32_t lg = lg2_floor(n + n / 2);  // 21 for the 2^21 - 1 points of H at 2^21
     const bool one_batch = max_stride == SIZE_MAX && n >= ((size_t)1 << 26);

@@ -25,7 +25,7 @@ use std::{path::PathBuf, time::Duration};
 
 use crate::budget;
 
-/// Partitions per GPU call unless configured (BENCHMARKS.md, section 4).
+/// Partitions per GPU call unless configured (docs/notebook/benchmarks.md, section 4).
 pub const DEFAULT_GPU_BATCH: usize = 4;
 /// How long a finished job's result is kept for its await (15 minutes).
 pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(15 * 60);
