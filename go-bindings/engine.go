@@ -23,7 +23,8 @@ type Config struct {
 	// SynthesisWorkers is the number of partitions synthesized at once (0: automatic).
 	SynthesisWorkers uint32
 	// SynthesisLookahead is how many synthesized partitions may wait for a prover before
-	// synthesis pauses (0: automatic, 2 per prover device).
+	// synthesis pauses (0: automatic, two prover calls' worth: 2 for the CPU prover,
+	// 2 × GPUs × partitions per GPU call for the GPU prover).
 	SynthesisLookahead uint32
 	// MemoryBudget in bytes for resident parameters plus in-flight partitions (0: 90% of the
 	// memory available at start).
@@ -124,11 +125,8 @@ func Start(cfg Config) (*Engine, error) {
 // once, and concurrently (a second call waits for the first). From a timeline callback it
 // returns ErrInCallback.
 func (e *Engine) Close() error {
-	st := C.cuzk_engine_shutdown()
-	if st == C.CUZK_STATUS_OK {
-		return nil
-	}
-	return &Error{Status: Status(st), Message: "engine shutdown failed"}
+	var cerr C.cuzk_error
+	return takeError(C.cuzk_engine_shutdown_err(&cerr), &cerr)
 }
 
 func boolByte(b bool) C.uint8_t {
@@ -238,7 +236,7 @@ func (e *Engine) SetDeviceEnabled(i int, enabled bool) error {
 
 // State reports a job's state without waiting.
 func (e *Engine) State(id JobID) (JobState, error) {
-	var st C.int32_t
+	var st C.cuzk_job_state
 	var cerr C.cuzk_error
 	if err := takeError(C.cuzk_poll(C.uint64_t(id), &st, &cerr), &cerr); err != nil {
 		return JobFailed, err

@@ -638,9 +638,22 @@ cuzk_status cuzk_timeline_register(cuzk_timeline_cb cb,
  * call are delivered first, and when it returns the callback is not running and will never be
  * called again, so its userdata may be freed; this holds during a shutdown too. From inside a
  * callback: returns at once, and the callback is not called again after the running call
- * returns. Unknown handles (or no engine) are not an error.
+ * returns. Unknown handles (or no engine) are not an error. Thread-safe. As
+ * `cuzk_timeline_unregister_err` with no error out-struct.
  */
 cuzk_status cuzk_timeline_unregister(uint64_t handle);
+
+/**
+ * `cuzk_timeline_unregister` with an error out-struct, as every other call has (NULL:
+ * none). It fails only on an internal fault: `CUZK_STATUS_PANIC`, its message in `*err_out`.
+ */
+cuzk_status cuzk_timeline_unregister_err(uint64_t handle, struct cuzk_error *err_out);
+
+/**
+ * Static name of a timeline event kind (`"SYNTH_START"`, ..., the `CUZK_EVENT_KIND_` suffix);
+ * `"UNKNOWN"` for other values. Thread-safe; allowed in a callback.
+ */
+const char *cuzk_event_kind_name(int32_t kind);
 
 /**
  * Fills `*out` with the default configuration. NULL is ignored.
@@ -709,7 +722,7 @@ cuzk_status cuzk_device_set_enabled(uint32_t device, bool enabled, struct cuzk_e
  * Writes the state of a job without waiting, as a `cuzk_job_state` value.
  * `CUZK_STATUS_NOT_FOUND` for unknown or already awaited ids.
  */
-cuzk_status cuzk_poll(uint64_t job_id, int32_t *state_out, struct cuzk_error *err_out);
+cuzk_status cuzk_poll(uint64_t job_id, cuzk_job_state *state_out, struct cuzk_error *err_out);
 
 /**
  * Verifies `proof` for a C1 output's sector with filecoin-proofs' own `verify_seal` (the
@@ -739,8 +752,15 @@ cuzk_status cuzk_engine_start(const struct cuzk_config *cfg, struct cuzk_error *
  * synthesis in progress is abandoned, partitions on a GPU finish their call, the timeline
  * delivers what it holds, and parameters are released. Idempotent; a concurrent second call
  * blocks until the first is done. `CUZK_STATUS_IN_CALLBACK` from a timeline callback.
+ * Thread-safe. As `cuzk_engine_shutdown_err` with no error out-struct.
  */
 cuzk_status cuzk_engine_shutdown(void);
+
+/**
+ * `cuzk_engine_shutdown` with an error out-struct, as every other call has (NULL: none):
+ * the message of `CUZK_STATUS_IN_CALLBACK` or of an internal fault.
+ */
+cuzk_status cuzk_engine_shutdown_err(struct cuzk_error *err_out);
 
 /**
  * Frees bytes returned by cuzk and zeroes `*b`. NULL and zeroed values are fine; freeing

@@ -70,30 +70,41 @@ impl EventKind {
     /// Every kind with its log name, in code order: the one list beside the enum (which
     /// cbindgen reads). Its order is checked at compile time below, and its completeness
     /// against the generated header's `CUZK_EVENT_KIND_*` by a test.
-    const NAMES: [(EventKind, &'static str); 10] = [
-        (EventKind::JobQueued, "JOB_QUEUED"),
-        (EventKind::SynthStart, "SYNTH_START"),
-        (EventKind::SynthEnd, "SYNTH_END"),
-        (EventKind::ChanSend, "CHAN_SEND"),
-        (EventKind::GpuPickup, "GPU_PICKUP"),
-        (EventKind::GpuStart, "GPU_START"),
-        (EventKind::GpuEnd, "GPU_END"),
-        (EventKind::JobDone, "JOB_DONE"),
-        (EventKind::JobFailed, "JOB_FAILED"),
-        (EventKind::JobCancelled, "JOB_CANCELLED"),
+    const NAMES: [(EventKind, &'static std::ffi::CStr); 10] = [
+        (EventKind::JobQueued, c"JOB_QUEUED"),
+        (EventKind::SynthStart, c"SYNTH_START"),
+        (EventKind::SynthEnd, c"SYNTH_END"),
+        (EventKind::ChanSend, c"CHAN_SEND"),
+        (EventKind::GpuPickup, c"GPU_PICKUP"),
+        (EventKind::GpuStart, c"GPU_START"),
+        (EventKind::GpuEnd, c"GPU_END"),
+        (EventKind::JobDone, c"JOB_DONE"),
+        (EventKind::JobFailed, c"JOB_FAILED"),
+        (EventKind::JobCancelled, c"JOB_CANCELLED"),
     ];
 
     /// The kind with this log name (`SYNTH_START`, ...).
     pub fn from_name(name: &str) -> Option<EventKind> {
         Self::NAMES
             .iter()
-            .find(|(_, n)| *n == name)
+            .find(|(_, n)| n.to_bytes() == name.as_bytes())
             .map(|(k, _)| *k)
     }
 
-    /// The kind's log name (as the header's `CUZK_EVENT_KIND_` suffix).
-    pub fn name(self) -> &'static str {
+    /// The kind of this number (the C ABI's), None for a number no kind has.
+    pub fn from_code(code: i64) -> Option<EventKind> {
+        let i = usize::try_from(code).ok()?;
+        Self::NAMES.get(i).map(|(k, _)| *k)
+    }
+
+    /// The kind's log name as a C string (the header's `CUZK_EVENT_KIND_` suffix).
+    pub fn c_name(self) -> &'static std::ffi::CStr {
         Self::NAMES[self as usize].1
+    }
+
+    /// The kind's log name (the header's `CUZK_EVENT_KIND_` suffix).
+    pub fn name(self) -> &'static str {
+        self.c_name().to_str().expect("ASCII")
     }
 }
 
@@ -490,7 +501,10 @@ mod tests {
         for (name, code) in &ev {
             let k = EventKind::from_name(name).expect(name);
             assert_eq!(k as i64, *code, "{name}");
+            assert_eq!(EventKind::from_code(*code), Some(k), "{name}");
         }
+        assert_eq!(EventKind::from_code(ev.len() as i64), None);
+        assert_eq!(EventKind::from_code(-1), None);
     }
 
     fn recorder() -> (Sink, Arc<parking_lot::Mutex<Vec<u64>>>) {

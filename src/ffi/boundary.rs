@@ -135,6 +135,40 @@ impl<T> SizedOut<T> {
     }
 }
 
+/// A caller-filled struct whose first field is `struct_size` (`cuzk_config`,
+/// `cuzk_job_request`, `cuzk_post_request`), read by the one versioning rule of the header:
+/// any `struct_size` from the struct's first published size (`v1`) to this library's own is
+/// accepted, and each field past the caller's size takes its value in `defaults` (what the
+/// struct's `_default` filler writes). NULL, a smaller size (the struct was not initialized by
+/// its `_default`) or a larger one (a newer header's, whose fields this library would ignore)
+/// is an argument error naming the struct.
+///
+/// Every field of `T` must take any bit pattern (integers, raw pointers, byte arrays; flags
+/// are `u8`, never `bool`): the caller's bytes are copied over `defaults` as they are.
+pub(super) fn sized_in<T: Copy>(p: *const T, name: &str, v1: usize, defaults: T) -> Result<T> {
+    const { assert!(std::mem::align_of::<T>() >= std::mem::align_of::<u32>()) };
+    non_null(p, name)?;
+    // SAFETY: non-NULL and aligned for T, whose first field is the u32 `struct_size` (pinned
+    // per struct in layout.rs).
+    let size = unsafe { (p as *const u32).read() } as usize;
+    let own = std::mem::size_of::<T>();
+    if size < v1 || size > own {
+        let why = if size > own {
+            "a newer header's struct, with fields this library does not know"
+        } else {
+            "initialize it with the struct's _default call"
+        };
+        return Err(Error::invalid_argument(format!(
+            "{name}.struct_size is {size}, not {v1}..={own}: {why}"
+        )));
+    }
+    let mut v = defaults;
+    // SAFETY: the caller's struct holds `size` bytes (its struct_size, at most a whole T), and
+    // `v` is a whole T; every field of T takes any bytes (above), so `v` stays a valid T.
+    unsafe { std::ptr::copy_nonoverlapping(p as *const u8, &mut v as *mut T as *mut u8, size) };
+    Ok(v)
+}
+
 /// A caller's buffer as a slice, after the checks `slice::from_raw_parts` needs.
 pub(super) fn bytes_in<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
     non_null(ptr, what)?;

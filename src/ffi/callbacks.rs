@@ -4,14 +4,14 @@
 use std::{ffi::c_char, ffi::c_void, sync::Arc};
 
 use super::{
-    boundary::{boundary, c_text, Out},
+    boundary::{boundary, c_text, quiet, Out},
     lifecycle::running,
     memory::cuzk_error,
 };
 use crate::{
     engine,
     error::{Error, Status},
-    timeline::Event,
+    timeline::{Event, EventKind},
 };
 
 /// `partition` value of job-level timeline events (`UINT32_MAX`).
@@ -178,14 +178,33 @@ pub extern "C" fn cuzk_timeline_register(
 /// call are delivered first, and when it returns the callback is not running and will never be
 /// called again, so its userdata may be freed; this holds during a shutdown too. From inside a
 /// callback: returns at once, and the callback is not called again after the running call
-/// returns. Unknown handles (or no engine) are not an error.
+/// returns. Unknown handles (or no engine) are not an error. Thread-safe. As
+/// `cuzk_timeline_unregister_err` with no error out-struct.
 #[no_mangle]
 pub extern "C" fn cuzk_timeline_unregister(handle: u64) -> Status {
-    boundary(std::ptr::null_mut(), || {
+    cuzk_timeline_unregister_err(handle, std::ptr::null_mut())
+}
+
+/// `cuzk_timeline_unregister` with an error out-struct, as every other call has (NULL:
+/// none). It fails only on an internal fault: `CUZK_STATUS_PANIC`, its message in `*err_out`.
+#[no_mangle]
+pub extern "C" fn cuzk_timeline_unregister_err(handle: u64, err_out: *mut cuzk_error) -> Status {
+    boundary(err_out, || {
         if let Some(e) = engine::global() {
             e.remove_timeline_sink(handle);
         }
         Ok(())
+    })
+}
+
+/// Static name of a timeline event kind (`"SYNTH_START"`, ..., the `CUZK_EVENT_KIND_` suffix);
+/// `"UNKNOWN"` for other values. Thread-safe; allowed in a callback.
+#[no_mangle]
+pub extern "C" fn cuzk_event_kind_name(kind: i32) -> *const c_char {
+    quiet("cuzk_event_kind_name", c"UNKNOWN".as_ptr(), || {
+        EventKind::from_code(kind.into())
+            .map_or(c"UNKNOWN", EventKind::c_name)
+            .as_ptr()
     })
 }
 

@@ -2,16 +2,14 @@
 
 use std::{ffi::c_char, time::Duration};
 
-use super::boundary::{path_in, quiet, Out};
-use crate::{
-    engine::Config,
-    error::{Error, Result},
-};
+use super::boundary::{path_in, quiet, sized_in, Out};
+use crate::{engine::Config, error::Result};
 
 /// Engine configuration. Initialize with `cuzk_config_default`, then change fields. Fields are
 /// only ever appended: a caller built against an older header (a smaller `struct_size`) gets
 /// the defaults for the fields it does not know.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct cuzk_config {
     /// `sizeof(cuzk_config)`, set by `cuzk_config_default`.
     pub struct_size: u32,
@@ -58,41 +56,46 @@ pub(super) fn config_from(cfg: *const cuzk_config) -> Result<Config> {
     if cfg.is_null() {
         return Ok(defaults);
     }
-    // SAFETY: non-NULL, initialized by cuzk_config_default (documented); struct_size is the
-    // first field of every version.
-    let size = unsafe { std::ptr::addr_of!((*cfg).struct_size).read() } as usize;
-    if size != std::mem::size_of::<cuzk_config>() && size != CONFIG_V1_SIZE {
-        return Err(Error::invalid_argument(format!(
-            "cuzk_config.struct_size is {size}, expected {}: initialize it with cuzk_config_default",
-            std::mem::size_of::<cuzk_config>()
-        )));
-    }
-    // Fields past the caller's struct_size are not read.
-    macro_rules! field {
-        ($f:ident, $default:expr) => {
-            if std::mem::offset_of!(cuzk_config, $f) + std::mem::size_of_val(&$default) <= size {
-                // SAFETY: the field lies inside the caller's struct (checked just above).
-                unsafe { std::ptr::addr_of!((*cfg).$f).read() }
-            } else {
-                $default
-            }
-        };
-    }
+    let c = sized_in(
+        cfg,
+        "cuzk_config",
+        CONFIG_V1_SIZE,
+        default_config(&defaults),
+    )?;
     Ok(Config {
-        synthesis_workers: field!(synthesis_workers, 0u32) as usize,
-        synthesis_lookahead: field!(synthesis_lookahead, 0u32) as usize,
-        memory_budget: field!(memory_budget_bytes, 0u64),
-        params_dir: path_in(field!(params_dir, std::ptr::null::<c_char>())).unwrap_or_default(),
-        self_check: field!(self_check, 1u8) != 0,
-        timeline_stderr: field!(timeline_stderr, defaults.timeline_stderr as u8) != 0,
-        timeline_file: path_in(field!(timeline_file, std::ptr::null::<c_char>()))
-            .or(defaults.timeline_file),
-        job_retention: Duration::from_millis(field!(job_retention_ms, 0u64)),
-        max_c1_bytes: usize::try_from(field!(max_c1_bytes, 0u64)).unwrap_or(usize::MAX),
-        device_cooldown: Duration::from_millis(field!(device_cooldown_ms, 0u64)),
-        max_jobs: field!(max_jobs, 0u32) as usize,
+        synthesis_workers: c.synthesis_workers as usize,
+        synthesis_lookahead: c.synthesis_lookahead as usize,
+        memory_budget: c.memory_budget_bytes,
+        params_dir: path_in(c.params_dir).unwrap_or_default(),
+        self_check: c.self_check != 0,
+        timeline_stderr: c.timeline_stderr != 0,
+        timeline_file: path_in(c.timeline_file).or(defaults.timeline_file.clone()),
+        job_retention: Duration::from_millis(c.job_retention_ms),
+        max_c1_bytes: usize::try_from(c.max_c1_bytes).unwrap_or(usize::MAX),
+        device_cooldown: Duration::from_millis(c.device_cooldown_ms),
+        max_jobs: c.max_jobs as usize,
         ..defaults
     })
+}
+
+/// What `cuzk_config_default` writes: every field automatic but the two flags, which take
+/// the defaults' (the timeline's from `CUZK_TIMELINE`).
+fn default_config(d: &Config) -> cuzk_config {
+    cuzk_config {
+        struct_size: std::mem::size_of::<cuzk_config>() as u32,
+        synthesis_workers: 0,
+        synthesis_lookahead: 0,
+        memory_budget_bytes: 0,
+        params_dir: std::ptr::null(),
+        self_check: d.self_check as u8,
+        timeline_stderr: d.timeline_stderr as u8,
+        timeline_file: std::ptr::null(),
+        job_retention_ms: 0,
+        max_c1_bytes: 0,
+        device_cooldown_ms: 0,
+        max_jobs: 0,
+        _reserved: 0,
+    }
 }
 
 /// Fills `*out` with the default configuration. NULL is ignored.
@@ -102,22 +105,7 @@ pub extern "C" fn cuzk_config_default(out: *mut cuzk_config) {
         let Ok(out) = Out::new(out, "out") else {
             return;
         };
-        let d = Config::default();
-        out.write(cuzk_config {
-            struct_size: std::mem::size_of::<cuzk_config>() as u32,
-            synthesis_workers: 0,
-            synthesis_lookahead: 0,
-            memory_budget_bytes: 0,
-            params_dir: std::ptr::null(),
-            self_check: d.self_check as u8,
-            timeline_stderr: d.timeline_stderr as u8,
-            timeline_file: std::ptr::null(),
-            job_retention_ms: 0,
-            max_c1_bytes: 0,
-            device_cooldown_ms: 0,
-            max_jobs: 0,
-            _reserved: 0,
-        })
+        out.write(default_config(&Config::default()))
     })
 }
 
@@ -139,7 +127,24 @@ mod tests {
         c.struct_size = CONFIG_V1_SIZE as u32;
         let v1 = config_from(&c).unwrap();
         assert_eq!(v1.max_jobs, 0, "a v1 caller's struct has no max_jobs");
-        c.struct_size = 12;
-        assert_eq!(config_from(&c).unwrap_err().status, Status::InvalidArgument);
+        c.job_retention_ms = 5000;
+        c.struct_size = CONFIG_V1_SIZE as u32 + 8;
+        let v = config_from(&c).unwrap();
+        assert_eq!(
+            (v.job_retention.as_millis(), v.max_jobs),
+            (5000, 0),
+            "a size between versions reads the fields it holds whole"
+        );
+        for size in [
+            0,
+            12,
+            CONFIG_V1_SIZE - 1,
+            std::mem::size_of::<cuzk_config>() + 8,
+        ] {
+            c.struct_size = size as u32;
+            let e = config_from(&c).unwrap_err();
+            assert_eq!(e.status, Status::InvalidArgument, "{size}");
+            assert!(e.message.contains("cuzk_config.struct_size"), "{e}");
+        }
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{
-    boundary::{boundary, bytes_in, quiet, ref_in, Out},
+    boundary::{boundary, bytes_in, quiet, ref_in, sized_in, Out},
     lifecycle::{current, running},
     memory::{cuzk_bytes, cuzk_error},
 };
@@ -16,6 +16,7 @@ use crate::{
 
 /// One asynchronous job. Initialize with `cuzk_job_request_default`, then set the fields.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct cuzk_job_request {
     /// `sizeof(cuzk_job_request)`, set by `cuzk_job_request_default`.
     pub struct_size: u32,
@@ -32,6 +33,23 @@ pub struct cuzk_job_request {
     pub fixture_layers: u32,
 }
 
+/// The size of the first version of `cuzk_job_request`, frozen (pinned in layout.rs).
+pub(super) const JOB_REQUEST_V1_SIZE: usize = 72;
+
+/// What `cuzk_job_request_default` writes.
+fn default_request() -> cuzk_job_request {
+    cuzk_job_request {
+        struct_size: std::mem::size_of::<cuzk_job_request>() as u32,
+        priority: 0,
+        c1_ptr: std::ptr::null(),
+        c1_len: 0,
+        sector_id: 0,
+        prover_id: [0; 32],
+        fixture_partitions: 0,
+        fixture_layers: 0,
+    }
+}
+
 /// Fills `*out` with an empty request (priority 0, real shape). NULL is ignored.
 #[no_mangle]
 pub extern "C" fn cuzk_job_request_default(out: *mut cuzk_job_request) {
@@ -39,16 +57,7 @@ pub extern "C" fn cuzk_job_request_default(out: *mut cuzk_job_request) {
         let Ok(out) = Out::new(out, "out") else {
             return;
         };
-        out.write(cuzk_job_request {
-            struct_size: std::mem::size_of::<cuzk_job_request>() as u32,
-            priority: 0,
-            c1_ptr: std::ptr::null(),
-            c1_len: 0,
-            sector_id: 0,
-            prover_id: [0; 32],
-            fixture_partitions: 0,
-            fixture_layers: 0,
-        })
+        out.write(default_request())
     })
 }
 
@@ -100,13 +109,13 @@ pub extern "C" fn cuzk_submit(
     err_out: *mut cuzk_error,
 ) -> Status {
     boundary(err_out, || {
-        let r = ref_in(req, "req")?;
+        let r = sized_in(
+            req,
+            "cuzk_job_request",
+            JOB_REQUEST_V1_SIZE,
+            default_request(),
+        )?;
         let job_id_out = Out::new(job_id_out, "job_id_out")?;
-        if r.struct_size as usize != std::mem::size_of::<cuzk_job_request>() {
-            return Err(Error::invalid_argument(
-                "cuzk_job_request.struct_size mismatch: initialize it with cuzk_job_request_default",
-            ));
-        }
         let c1 = bytes_in(r.c1_ptr, r.c1_len, "c1_ptr")?;
         let engine = running()?;
         engine.check_size(c1)?;
@@ -187,7 +196,11 @@ pub enum cuzk_job_state {
 /// Writes the state of a job without waiting, as a `cuzk_job_state` value.
 /// `CUZK_STATUS_NOT_FOUND` for unknown or already awaited ids.
 #[no_mangle]
-pub extern "C" fn cuzk_poll(job_id: u64, state_out: *mut i32, err_out: *mut cuzk_error) -> Status {
+pub extern "C" fn cuzk_poll(
+    job_id: u64,
+    state_out: *mut cuzk_job_state,
+    err_out: *mut cuzk_error,
+) -> Status {
     boundary(err_out, || {
         let state_out = Out::new(state_out, "state_out")?;
         let st = match current()?.poll(job_id)? {
@@ -195,7 +208,7 @@ pub extern "C" fn cuzk_poll(job_id: u64, state_out: *mut i32, err_out: *mut cuzk
             Some(Ok(_)) => cuzk_job_state::Succeeded,
             Some(Err(_)) => cuzk_job_state::Failed,
         };
-        state_out.write(st as i32);
+        state_out.write(st);
         Ok(())
     })
 }

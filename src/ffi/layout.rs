@@ -4,7 +4,9 @@
 use super::{
     callbacks::{cuzk_log_record, cuzk_timeline_event},
     config::{cuzk_config, CONFIG_V1_SIZE},
+    jobs::{cuzk_job_request, JOB_REQUEST_V1_SIZE},
     observe::{cuzk_admission, cuzk_engine_report, ADMISSION_V1_SIZE, REPORT_V1_SIZE},
+    post::{cuzk_post_request, POST_REQUEST_V1_SIZE},
 };
 
 /// Pins version 1 of a struct whose `struct_size` promises "fields are only appended": each v1
@@ -43,6 +45,13 @@ mod v1_layouts {
         partitions_per_job @ 12, partitions_fit @ 16, jobs_fit @ 24, partition_bytes @ 32,
         params_bytes @ 40, queued_bytes @ 48, free_bytes @ 56, job_slots @ 64 }
         later { cpu_fallback_bytes, cpu_fallback_fits });
+    pinned_v1!(cuzk_job_request, JOB_REQUEST_V1_SIZE, { struct_size @ 0, priority @ 4,
+        c1_ptr @ 8, c1_len @ 16, sector_id @ 24, prover_id @ 32, fixture_partitions @ 64,
+        fixture_layers @ 68 } later {});
+    pinned_v1!(cuzk_post_request, POST_REQUEST_V1_SIZE, { struct_size @ 0, priority @ 4,
+        registered_proof @ 8, prover_id @ 16, randomness @ 48, vanilla_proofs @ 80,
+        vanilla_count @ 88, partition_index @ 96 } later {});
+    const _: () = assert!(JOB_REQUEST_V1_SIZE == 72 && POST_REQUEST_V1_SIZE == 104);
     // What a caller whose struct_size is 0 gets (the first header's layout).
     const _: () = assert!(REPORT_V1_SIZE == 136 && ADMISSION_V1_SIZE == 72);
     pinned_v1!(cuzk_timeline_event, 48, { struct_size @ 0, kind @ 4, t_us @ 8, job_id @ 16,

@@ -49,7 +49,15 @@ pub extern "C" fn cuzk_engine_start(cfg: *const cuzk_config, err_out: *mut cuzk_
 /// synthesis in progress is abandoned, partitions on a GPU finish their call, the timeline
 /// delivers what it holds, and parameters are released. Idempotent; a concurrent second call
 /// blocks until the first is done. `CUZK_STATUS_IN_CALLBACK` from a timeline callback.
+/// Thread-safe. As `cuzk_engine_shutdown_err` with no error out-struct.
 #[no_mangle]
 pub extern "C" fn cuzk_engine_shutdown() -> Status {
-    boundary(std::ptr::null_mut(), engine::shutdown_global)
+    cuzk_engine_shutdown_err(std::ptr::null_mut())
+}
+
+/// `cuzk_engine_shutdown` with an error out-struct, as every other call has (NULL: none):
+/// the message of `CUZK_STATUS_IN_CALLBACK` or of an internal fault.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_shutdown_err(err_out: *mut cuzk_error) -> Status {
+    boundary(err_out, engine::shutdown_global)
 }

@@ -43,15 +43,16 @@ mod observe;
 mod post;
 
 pub use callbacks::{
-    cuzk_log_cb, cuzk_log_record, cuzk_log_set_callback, cuzk_timeline_cb, cuzk_timeline_event,
-    cuzk_timeline_register, cuzk_timeline_unregister, CUZK_NO_PARTITION,
+    cuzk_event_kind_name, cuzk_log_cb, cuzk_log_record, cuzk_log_set_callback, cuzk_timeline_cb,
+    cuzk_timeline_event, cuzk_timeline_register, cuzk_timeline_unregister,
+    cuzk_timeline_unregister_err, CUZK_NO_PARTITION,
 };
 pub use config::{cuzk_config, cuzk_config_default};
 pub use jobs::{
     cuzk_await, cuzk_cancel, cuzk_device_set_enabled, cuzk_job_request, cuzk_job_request_default,
     cuzk_job_state, cuzk_poll, cuzk_seal_commit_phase2, cuzk_submit, cuzk_verify_seal,
 };
-pub use lifecycle::{cuzk_engine_shutdown, cuzk_engine_start};
+pub use lifecycle::{cuzk_engine_shutdown, cuzk_engine_shutdown_err, cuzk_engine_start};
 pub use memory::{cuzk_bytes, cuzk_bytes_free, cuzk_error, cuzk_error_free};
 pub use observe::{
     cuzk_admission, cuzk_engine_admission, cuzk_engine_metrics, cuzk_engine_report,

@@ -3,7 +3,7 @@
 //! for any job).
 
 use super::{
-    boundary::{array_in, boundary, bytes_in, quiet, ref_in, Out},
+    boundary::{array_in, boundary, bytes_in, quiet, sized_in, Out},
     lifecycle::running,
     memory::{cuzk_bytes, cuzk_error},
 };
@@ -24,6 +24,7 @@ pub struct cuzk_slice {
 /// `GenerateWindowPoStWithVanilla` and `GenerateSingleWindowPoStWithVanilla` take. Initialize
 /// with `cuzk_post_request_default`, then set the fields.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct cuzk_post_request {
     /// `sizeof(cuzk_post_request)`, set by `cuzk_post_request_default`.
     pub struct_size: u32,
@@ -48,6 +49,23 @@ pub struct cuzk_post_request {
     pub partition_index: i64,
 }
 
+/// The size of the first version of `cuzk_post_request`, frozen (pinned in layout.rs).
+pub(super) const POST_REQUEST_V1_SIZE: usize = 104;
+
+/// What `cuzk_post_request_default` writes.
+fn default_request() -> cuzk_post_request {
+    cuzk_post_request {
+        struct_size: std::mem::size_of::<cuzk_post_request>() as u32,
+        priority: 0,
+        registered_proof: -1,
+        prover_id: [0; 32],
+        randomness: [0; 32],
+        vanilla_proofs: std::ptr::null(),
+        vanilla_count: 0,
+        partition_index: -1,
+    }
+}
+
 /// Fills `*out` with an empty request (priority 0, every partition). NULL is ignored.
 #[no_mangle]
 pub extern "C" fn cuzk_post_request_default(out: *mut cuzk_post_request) {
@@ -55,27 +73,18 @@ pub extern "C" fn cuzk_post_request_default(out: *mut cuzk_post_request) {
         let Ok(out) = Out::new(out, "out") else {
             return;
         };
-        out.write(cuzk_post_request {
-            struct_size: std::mem::size_of::<cuzk_post_request>() as u32,
-            priority: 0,
-            registered_proof: -1,
-            prover_id: [0; 32],
-            randomness: [0; 32],
-            vanilla_proofs: std::ptr::null(),
-            vanilla_count: 0,
-            partition_index: -1,
-        })
+        out.write(default_request())
     })
 }
 
 /// The request as the engine takes it (copied: nothing of the caller's is kept).
 fn request_in(req: *const cuzk_post_request) -> Result<PostRequest> {
-    let r = ref_in(req, "req")?;
-    if r.struct_size as usize != std::mem::size_of::<cuzk_post_request>() {
-        return Err(Error::invalid_argument(
-            "cuzk_post_request.struct_size mismatch: initialize it with cuzk_post_request_default",
-        ));
-    }
+    let r = sized_in(
+        req,
+        "cuzk_post_request",
+        POST_REQUEST_V1_SIZE,
+        default_request(),
+    )?;
     let proof = post::post_proof_from_abi(r.registered_proof)?;
     let slices = array_in(r.vanilla_proofs, r.vanilla_count, "vanilla_proofs")?;
     let vanilla_proofs = slices

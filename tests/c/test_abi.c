@@ -239,6 +239,52 @@ static void sized_output(const char *name, fill_fn fill, size_t full, size_t old
   free(buf);
 }
 
+/* Caller-filled structs take one versioning rule: any struct_size from the first header's to
+ * today's is read (fields past it take their defaults); a smaller one (not initialized by the
+ * struct's _default) or a larger one (a newer header's) is refused, naming the struct. */
+static void caller_filled_sizes(void) {
+  cuzk_error err = {0};
+  uint64_t id = 0;
+  cuzk_job_request req;
+  cuzk_job_request_default(&req);
+  CHECK(req.struct_size == sizeof req, "job request default size");
+  cuzk_post_request post;
+  cuzk_post_request_default(&post);
+  cuzk_config cfg;
+  cuzk_config_default(&cfg);
+  uint32_t bad[] = {0, 4, 40, 4096};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char what[96];
+    req.struct_size = bad[i];
+    snprintf(what, sizeof what, "submit, cuzk_job_request.struct_size %u", bad[i]);
+    expect(cuzk_submit(&req, &id, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, what);
+    post.struct_size = bad[i];
+    snprintf(what, sizeof what, "post submit, cuzk_post_request.struct_size %u", bad[i]);
+    expect(cuzk_post_submit(&post, &id, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, what);
+    cfg.struct_size = bad[i];
+    snprintf(what, sizeof what, "start, cuzk_config.struct_size %u", bad[i]);
+    expect(cuzk_engine_start(&cfg, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, what);
+  }
+  req.struct_size = 4096;
+  CHECK(cuzk_submit(&req, &id, &err) == CUZK_STATUS_INVALID_ARGUMENT && err.message &&
+            strstr(err.message, "cuzk_job_request.struct_size") && strstr(err.message, "newer header"),
+        "a newer header's request is named: %s", err.message ? err.message : "");
+  cuzk_error_free(&err);
+}
+
+/* The calls added so every call has an error struct and every enum a name. */
+static void regular_calls(void) {
+  cuzk_error err = {0};
+  CHECK(strcmp(cuzk_event_kind_name(CUZK_EVENT_KIND_GPU_END), "GPU_END") == 0, "event kind name");
+  CHECK(strcmp(cuzk_event_kind_name(CUZK_EVENT_KIND_JOB_QUEUED), "JOB_QUEUED") == 0, "first kind");
+  CHECK(strcmp(cuzk_event_kind_name(-1), "UNKNOWN") == 0, "unknown kind -1");
+  CHECK(strcmp(cuzk_event_kind_name(1000), "UNKNOWN") == 0, "unknown kind 1000");
+  expect(cuzk_timeline_unregister_err(UINT64_MAX, &err), CUZK_STATUS_OK, &err, "unregister an unknown handle");
+  cuzk_job_state st = CUZK_JOB_STATE_SUCCEEDED;
+  expect(cuzk_poll(UINT64_MAX, &st, &err), CUZK_STATUS_NOT_FOUND, &err, "poll an unknown job");
+  CHECK(st == CUZK_JOB_STATE_SUCCEEDED, "a failed poll writes nothing");
+}
+
 int main(void) {
   alarm(300); /* watchdog: a hang ends the test (SIGALRM) instead of waiting for CI's limit */
   cuzk_error err = {0};
@@ -266,7 +312,10 @@ int main(void) {
   zero_sized_output("cuzk_engine_status", fill_status, sizeof(struct engine_report_v1), report_filled);
   zero_sized_output("cuzk_engine_admission", fill_admission, sizeof(struct admission_v1), admission_filled);
 
-  CHECK(cuzk_engine_shutdown() == CUZK_STATUS_OK, "shutdown");
+  caller_filled_sizes();
+  regular_calls();
+  expect(cuzk_engine_shutdown_err(&err), CUZK_STATUS_OK, &err, "shutdown with an error struct");
+  expect(cuzk_engine_shutdown_err(NULL), CUZK_STATUS_OK, &err, "shutdown again, no error struct");
   printf("test_abi: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -83,7 +83,8 @@ static void self_unregister(void) {
 struct reentry {
   atomic_int queued;
   atomic_int checked;
-  int statuses[5];
+  atomic_int shutdown_message;
+  int statuses[6];
 };
 
 static void on_reentry(void *ud, const cuzk_timeline_event *ev) {
@@ -102,6 +103,11 @@ static void on_reentry(void *ud, const cuzk_timeline_event *ev) {
     /* A zero-timeout await is a poll: allowed (the job is still running). */
     r->statuses[4] = cuzk_await(ev->job_id, 0, &proof, &err);
     cuzk_error_free(&err);
+    /* The variant with an error struct says why. */
+    r->statuses[5] = cuzk_engine_shutdown_err(&err);
+    atomic_store(&r->shutdown_message,
+                 err.status == CUZK_STATUS_IN_CALLBACK && err.message != NULL && *err.message);
+    cuzk_error_free(&err);
     atomic_store(&r->checked, 1);
   }
   cuzk_error err = {0};
@@ -119,10 +125,12 @@ static void reentry(void) {
   expect(cuzk_await(job, -1, &proof, &err), CUZK_STATUS_CANCELLED, &err, "await the job its callback cancelled");
   CHECK(cuzk_timeline_unregister(h) == CUZK_STATUS_OK, "unregister");
   CHECK(atomic_load(&r->checked) == 1, "the callback ran");
-  const char *what[] = {"shutdown", "start", "waiting await", "drop-in", "polling await"};
+  const char *what[] = {"shutdown", "start", "waiting await", "drop-in", "polling await",
+                        "shutdown with an error struct"};
   int want[] = {CUZK_STATUS_IN_CALLBACK, CUZK_STATUS_IN_CALLBACK, CUZK_STATUS_IN_CALLBACK,
-                CUZK_STATUS_IN_CALLBACK, CUZK_STATUS_TIMEOUT};
-  for (int i = 0; i < 5; i++)
+                CUZK_STATUS_IN_CALLBACK, CUZK_STATUS_TIMEOUT,     CUZK_STATUS_IN_CALLBACK};
+  CHECK(atomic_load(&r->shutdown_message) == 1, "cuzk_engine_shutdown_err from a callback: no message");
+  for (int i = 0; i < 6; i++)
     CHECK(r->statuses[i] == want[i], "%s from a callback: %s, want %s", what[i],
           cuzk_status_name(r->statuses[i]), cuzk_status_name(want[i]));
   free(r);
