@@ -31,3 +31,111 @@ fn params_gen_refuses_a_nodes_parameter_directory_for_production_sizes() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// Every `cuzk …` command line the README and docs/ show (in code blocks and in back-quotes)
+/// names subcommands and flags the binary has: its `--help` at that level lists each flag. The
+/// hazard: a reader copies a documented command and the CLI refuses it.
+#[test]
+fn documented_command_lines_name_subcommands_and_flags_the_cli_has() {
+    let bin = env!("CARGO_BIN_EXE_cuzk");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut pages = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            pages.push(p);
+        }
+    }
+    let help = |path: &[&str]| -> String {
+        let out = std::process::Command::new(bin)
+            .args(path)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cuzk {path:?} --help failed");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let subcommands = |h: &str| -> Vec<String> {
+        h.lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect()
+    };
+    let top = help(&[]);
+    let mut checked = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let mut lines: Vec<String> = Vec::new();
+        let mut in_block = false;
+        for l in text.lines() {
+            if l.trim_start().starts_with("```") {
+                in_block = !in_block;
+            } else if in_block {
+                lines.push(l.split(" # ").next().unwrap().to_string());
+            } else {
+                lines.extend(l.split('`').skip(1).step_by(2).map(str::to_string));
+            }
+        }
+        for line in lines {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let Some(start) = words
+                .iter()
+                .position(|w| *w == "cuzk" || w.ends_with("/cuzk") || *w == "$CUZK")
+            else {
+                continue;
+            };
+            let words = &words[start + 1..];
+            if words.is_empty()
+                || words[0].starts_with(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+            {
+                continue;
+            }
+            // The subcommand path, then every flag checked against the help of its level (or
+            // the top level's, for the global `--params-dir`).
+            let mut path: Vec<&str> = Vec::new();
+            let mut h = top.clone();
+            let mut rest = words;
+            while let Some((w, tail)) = rest.split_first() {
+                if w.starts_with('-') {
+                    // A global flag before the subcommand takes a value.
+                    rest = tail.get(1..).unwrap_or(&[]);
+                    continue;
+                }
+                if !subcommands(&h).iter().any(|s| s == w) {
+                    break;
+                }
+                path.push(w);
+                h = help(&path);
+                rest = tail;
+            }
+            if path.is_empty() && !words.iter().all(|w| w.starts_with('-')) {
+                panic!("{}: `{line}` names no subcommand of cuzk", page.display());
+            }
+            for w in words {
+                let flag = w.trim_start_matches('[').trim_end_matches([']', ',', '.']);
+                let flag = flag.split('=').next().unwrap();
+                if !flag.starts_with('-') || flag == "-" || flag.starts_with("---") {
+                    continue;
+                }
+                let listed = |h: &str| {
+                    h.contains(&format!("{flag} "))
+                        || h.contains(&format!("{flag},"))
+                        || h.contains(&format!("{flag}\n"))
+                };
+                assert!(
+                    listed(&h) || listed(&top),
+                    "{}: `{line}`: cuzk {} has no flag {flag}",
+                    page.display(),
+                    path.join(" ")
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 20,
+        "only {checked} command lines found: is the scan broken?"
+    );
+}
