@@ -83,8 +83,9 @@ func TestProverIDMatchesFilecoinFFI(t *testing.T) {
 	}
 }
 
-// Issue 26: a negative DeviceCooldown reached C as a huge count of milliseconds, which
-// overflowed a deadline on a prover worker later; a week and more is refused by the library.
+// Negative durations and a week and more are refused at Start (ErrInvalidArgument). The
+// hazard: a negative DeviceCooldown reaches C as a huge count of milliseconds, which overflows
+// a deadline on a prover worker later.
 func TestOutOfRangeDurationsAreInvalidArguments(t *testing.T) {
 	for _, cfg := range []Config{
 		{ParamsDir: paramsDir(), DeviceCooldown: -time.Second},

@@ -115,8 +115,8 @@ func TestSetLoggerFromAHandlerWhileAnotherSetLoggerRuns(t *testing.T) {
 	}
 }
 
-// Issue 43 item 7: SetLogger with a handler whose Enabled panics left logMu held, and every
-// later SetLogger waited for ever. It is refused with an error now, and nothing stays held.
+// SetLogger with a handler whose Enabled panics is refused with INVALID_ARGUMENT, and nothing
+// stays held. The hazard: the panic leaves logMu held, and every later SetLogger waits for ever.
 func TestSetLoggerWhoseEnabledPanicsHoldsNothing(t *testing.T) {
 	panicky := &atomic.Bool{}
 	panicky.Store(true)

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Issue 22: full-size (32 GiB / 64 GiB) runs on a GPU host from a bare machine, with binaries
+# Full-size (32 GiB / 64 GiB) runs on a GPU host from a bare machine, with binaries
 # carried in .dev/ (cuzk built with --features cuda, .dev/fp-supraseal from
 # scripts/build-baseline.sh). A run outlasts one device call (10 minutes), so it is started in
 # the background in its own session and polled:
 #   scripts/device-full.sh start PLAN   # PLAN: 32 (the 32 GiB run), 64 (the 64 GiB checks),
 #                                       # small (32 GiB within 24 and 16 GiB of device memory;
 #                                       # LIMITS="16GiB 12GiB" for others) or
-#                                       # native (issue 25: witness CPU by path, 16 at once, and
+#                                       # native (witness CPU by path, 16 at once, and
 #                                       # the 32 GiB stream with native and witness synthesis)
 #                                       # or both (native, then small's 24 and 16 GiB limits)
-#                                       # or fresh (issue 43: fresh processes' first proofs,
+#                                       # or fresh (fresh processes' first proofs,
 #                                       # a GPU shared with a co-tenant)
-#                                       # or post (issue 44: WinningPoSt beside a PoRep
+#                                       # or post (WinningPoSt beside a PoRep
 #                                       # stream, WindowPoSt alone, beside a 2KiB stream and
 #                                       # against the incumbent; SIZE=32GiB by default;
 #                                       # post-window: the WindowPoSt part only)
@@ -124,7 +124,7 @@ case ${1:-} in
         stamp "filecoin-proofs + supraseal, one proof"
         baseline 32GiB "$P" ;;
       small)
-        # Issue 24: the 32 GiB circuit on cards of 24 and 16 GiB (CUZK_GPU_MEM_LIMIT on the
+        # The 32 GiB circuit on cards of 24 and 16 GiB (CUZK_GPU_MEM_LIMIT on the
         # H200), then without a limit, same parameters and C1, two proofs each (every one
         # verified by the self-check and verify_seal). The device's own reading of its memory
         # (nvidia-smi, every second) is in bench-small-*.smi.
@@ -134,7 +134,7 @@ case ${1:-} in
         timed fixture-32 $BIN fixture --sector-size 32GiB --sector-id 1 --miner-id 1000 -o "$P/c1-32GiB.json"
         limited ${LIMITS:-24GiB 16GiB none} ;;
       native)
-        # Issue 25: a partition's witness CPU by path (witness synthesis, native), 16 at once on
+        # A partition's witness CPU by path (witness synthesis, native), 16 at once on
         # the 16 cores, on the 32 GiB partition and the scaled fixture (neither needs
         # parameters); then the 32 GiB stream with native witnesses (the default) and with
         # witness synthesis (CUZK_SYNTHESIS=pce), same parameters, C1 and machine, every proof
@@ -157,7 +157,7 @@ case ${1:-} in
           kill $s; unset CUZK_SYNTHESIS; grep -vE '^\s*$' "$W/stream-$mode.out" | tail -14
         done ;;
       msm)
-        # Issues 24 and 25: the 32 GiB parameters resident on the GPU, read from the file piece
+        # The 32 GiB parameters resident on the GPU, read from the file piece
         # by piece (the host's peak RSS with them resident); the large MSMs' shapes (windows x
         # batches, 0x0 the default) swept in the same engine, two proofs each; then the stream
         # of 6 proofs with the shape of the fewest kernel ms. Every proof verified (self-check
@@ -204,7 +204,7 @@ print(f"{sum(tot.values()):10.2f} ms in all")
 PY
         fi ;;
       fresh)
-        # Issue 43: (1) the first proof of a fresh process, three `cuzk prove` processes in a
+        # (1) The first proof of a fresh process, three `cuzk prove` processes in a
         # row (the first with the page cache dropped: cold) and three through the Go drop-in
         # SealCommitPhase2 (.dev/go/cuzk-commit2 -dropin), each checked by `cuzk verify`;
         # (2) a GPU shared with another process: a stream of 5 proofs that starts while a
@@ -249,17 +249,17 @@ PY
         wait $b; kill $s
         grep -E 'no room|room on the GPU again|cannot take the parameters|cannot hold' "$W/cotenant.log" | head -12
         grep -vE '^\s*$' "$W/cotenant.out" | tail -16
-        # Item 5: the one-stage plans' device peaks against their figures.
+        # (3) The one-stage plans' device peaks against their figures.
         limited ${LIMITS:-16GiB 12GiB} ;;
       both)
-        # Issues 24 and 25 in one device session, the 32 GiB parameters generated once: the
-        # native plan, then the small plan's limits (native witnesses, the default), two proofs
-        # each, every proof verified.
+        # The native and small plans in one device session, the 32 GiB parameters generated
+        # once: the native plan, then the small plan's limits (native witnesses, the default),
+        # two proofs each, every proof verified.
         "$0" run native "$W" || true
         P=$W/p32
         limited 24GiB 16GiB ;;
       post|post-window)
-        # Issue 44: PoSt through the engine at SIZE (default 32GiB), fixtures without sectors.
+        # PoSt through the engine at SIZE (default 32GiB), fixtures without sectors.
         # (1) WinningPoSt beside a PoRep stream of 5 proofs: the stream once without PoSt, then
         # with 20 WinningPoSt submissions (submit to verified proof, p50/p99), after 3 alone.
         # (2) The PoRep set deleted (the disk holds one 47 GB set), WindowPoSt's generated: one

@@ -1,31 +1,32 @@
 #!/usr/bin/env bash
-# The benchmark runs recorded in docs/notebook/benchmarks.md, as run on the lent GPU machines (one call of the
-# device tool each). Results are packed into $OUT/results.tgz (the tool returns few files).
-#   scripts/device-plan.sh h200     # issue 5: 1 GPU, real 2KiB and 10-partition streams
-#   scripts/device-plan.sh h200-p10 # issue 5: the 10-partition stream again, call cost
+# The benchmark runs recorded in docs/notebook/benchmarks.md, as run on the lent GPU machines
+# (one call of the device tool each). Results are packed into $OUT/results.tgz (the tool returns
+# few files).
+#   scripts/device-plan.sh h200     # 1 GPU, real 2KiB and 10-partition streams
+#   scripts/device-plan.sh h200-p10 # the 10-partition stream with default settings, call cost
 #   scripts/device-plan.sh h200-wait # GPU waits spinning vs blocking (CUZK_GPU_WAIT)
-#   scripts/device-plan.sh x2       # issue 6: 10-partition shape on 1 and 2 GPUs, a device
+#   scripts/device-plan.sh x2       # 10-partition shape on 1 and 2 GPUs, a device
 #                                   # removed mid-run, GPU call cost against width
 #   scripts/device-plan.sh scaled   # the 32GiB-shaped scaled fixture on nvidia-h200-x2: 1 and 2
 #                                   # GPUs, call cost, 1 GPU with 16 cores (parameters: 147 s)
-#   scripts/device-plan.sh h200-hardening # issue 11: damaged .params/.vk with the cuda build
+#   scripts/device-plan.sh h200-hardening # damaged .params/.vk with the cuda build
 #                                   # (PARAMS, never a crash), then a verified stream
-#   scripts/device-plan.sh h200-pce-p10    # issue 12: synthesis cost by path, alone and 16 at
+#   scripts/device-plan.sh h200-pce-p10    # synthesis cost by path, alone and 16 at
 #   scripts/device-plan.sh h200-pce-scaled # once; streams with pre-compiled and full synthesis
 #                                   # against the incumbent (p10: pce twice, recorded then loaded)
-#   scripts/device-plan.sh h200-own        # issue 13: cuzk's GPU prover: self-tests (same bytes as
-#                                   # the CPU), compute-sanitizer, call cost against supraseal
-#   scripts/device-plan.sh h200-own-p10    # the same after stage 2, and the 10-partition stream
-#   scripts/device-plan.sh h200-own-staged # stage 3: calls (--compare-cpu) and streams, 10-partition
-#                                   # and real 2KiB, against the incumbent
+#   scripts/device-plan.sh h200-own        # cuzk's GPU prover: self-tests (same bytes as the
+#                                   # CPU), compute-sanitizer, call cost against supraseal
+#   scripts/device-plan.sh h200-own-p10    # the same, and the 10-partition stream
+#   scripts/device-plan.sh h200-own-staged # calls (--compare-cpu) and streams, 10-partition and
+#                                   # real 2KiB, against the incumbent
 #   scripts/device-plan.sh h200-own-scaled # the scaled fixture with both GPU provers, and its stream
-#   scripts/device-plan.sh h200-go  # issue 14: the Go package's tests with the cuda library on
+#   scripts/device-plan.sh h200-go  # the Go package's tests with the cuda library on
 #                                   # the GPU (carry .dev/cuzk and .dev/go: `make dev-go`)
-#   scripts/device-plan.sh h200-witness # issue 13: the engine sends pce partitions to the GPU as
+#   scripts/device-plan.sh h200-witness # the engine sends pce partitions to the GPU as
 #                                   # witnesses; streams against the product on the host
-#   scripts/device-plan.sh h200-compact # issue 13: the sparse product on the GPU from the compact
+#   scripts/device-plan.sh h200-compact # the sparse product on the GPU from the compact
 #                                   # witness: self-tests (same bytes as the CPU), sanitizer, calls
-#   scripts/device-plan.sh h200-msm # issue 13: cuzk's MSM driver (windows finished on the GPU):
+#   scripts/device-plan.sh h200-msm # cuzk's MSM driver (windows finished on the GPU):
 #                                   # self-tests, sanitizer, calls against supraseal, the
 #                                   # 10-partition stream against the incumbent
 #   scripts/device-plan.sh h200-msm-tune # the H MSM's window size and batches (CUZK_MSM_WBITS,
@@ -33,22 +34,24 @@
 #                                   # and the 10-partition stream against the incumbent
 #   scripts/device-plan.sh h200-msm-2k # the same calls and stream on the real 2KiB circuit
 #   scripts/device-plan.sh h200-msm-scaled # and on the scaled fixture
-#   scripts/device-plan.sh h200-streamed # issue 13: parameters resident and streamed (self-tests,
+#   scripts/device-plan.sh h200-streamed # parameters resident and streamed (self-tests,
 #                                   # memcheck), then the scaled and real 2KiB fixtures: calls in
 #                                   # both modes and streams against the incumbent (the real
 #                                   # 2KiB parameters are generated in the background meanwhile)
 #   scripts/device-plan.sh h200-2k  # the real 2KiB circuit: calls and the stream against the
-#                                   # incumbent (what h200-streamed had no time left for)
-#   scripts/device-plan.sh h200-gpu-checks # issue 29: make test-gpu's checks with carried binaries
-#   scripts/device-plan.sh h200-restructure # issue 23: the same checks and the 10-partition stream
-#   scripts/device-plan.sh h200-native-p10 # issue 25: the 10-partition stream, native witnesses
+#                                   # incumbent (the part of h200-streamed that may not fit its
+#                                   # call)
+#   scripts/device-plan.sh h200-gpu-checks # make test-gpu's checks with carried binaries
+#   scripts/device-plan.sh h200-restructure # the same checks and the 10-partition stream
+#   scripts/device-plan.sh h200-native-p10 # the 10-partition stream, native witnesses
 #                                   # against witness synthesis; GPU checks and Go tests
-#   scripts/device-plan.sh h200-small # issue 24: the GPU checks, the self-test with every lean plan
+#   scripts/device-plan.sh h200-small # the GPU checks, the self-test with every lean plan
 #                                   # (same bytes as the CPU, allocations within the limit) at 2^20,
 #                                   # memcheck
-# The full-size runs (issue 22) outlast a device call: scripts/device-full.sh (start, then poll).
-# Plans before h200-streamed ran builds that still had supraseal-c2's backend
-# (CUZK_GPU_PROVER=supraseal); it was removed after h200-msm.
+# The full-size runs outlast a device call: scripts/device-full.sh (start, then poll).
+# The plans listed before h200-streamed are for builds with supraseal-c2's GPU backend
+# (CUZK_GPU_PROVER=supraseal), which this tree does not have: h200-own, h200-own-scaled and
+# h200-msm select it and need such a build. From h200-streamed on, no plan uses it.
 set -uo pipefail
 FINAL=${OUT:-out}
 export OUT=/tmp/cuzk-out
@@ -147,7 +150,7 @@ case ${1:-} in
     CUZK_SYNTHESIS=pce $D bench scaled-pce scaled 12 -j 4
     ;;
   h200-own)
-    # issue 13, first stage: cuzk's own GPU prover against the CPU (same bytes) and supraseal.
+    # cuzk's own GPU prover against the CPU (same bytes) and supraseal.
     $D info
     for n in 600 5000 65536 150000; do $D selftest $n; done
     $D sanitize 600
@@ -156,7 +159,7 @@ case ${1:-} in
     CUZK_GPU_PROVER=supraseal $D calls calls-supra-p10 p10 1 1,4
     ;;
   h200-own-p10)
-    # issue 13, second stage (sums of the bases whose scalar is one, tail MSMs): self-tests,
+    # cuzk's GPU prover (sums of the bases whose scalar is one, tail MSMs): self-tests,
     # sanitizer, call cost, and the 10-partition stream against the incumbent.
     $D info
     for n in 600 5000 65536 150000; do $D selftest $n; done
@@ -166,7 +169,7 @@ case ${1:-} in
     CUZK_GPU_PROVER=cuzk $D bench p10-own p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
     ;;
   h200-own-staged)
-    # issue 13, third stage (each partition's upload overlaps the previous one's kernels):
+    # cuzk's GPU prover (each partition's upload overlaps the previous one's kernels):
     # self-tests, sanitizer, call cost and streams on the 10-partition shape and real 2KiB.
     $D info
     for n in 600 5000 65536; do $D selftest $n; done
@@ -179,7 +182,7 @@ case ${1:-} in
     CUZK_GPU_PROVER=cuzk $D bench 2k-own 2k 30 -j 16 $SUPRA --baseline-jobs 1 --baseline-count 8
     ;;
   h200-own-scaled)
-    # issue 13: the 32GiB-shaped scaled fixture (2^23 per partition) with both GPU provers.
+    # The 32GiB-shaped scaled fixture (2^23 per partition) with both GPU provers.
     $D info
     $D setup scaled
     CUZK_GPU_PROVER=cuzk $D calls calls-own-scaled scaled 1 1,4 --compare-cpu
@@ -187,7 +190,7 @@ case ${1:-} in
     CUZK_GPU_PROVER=cuzk $D bench scaled-own scaled 12 -j 4 $SUPRA --baseline-jobs 1 --baseline-count 2
     ;;
   h200-compact)
-    # issue 13, fourth stage: a, b, c computed on the GPU from the recording and the compact
+    # a, b, c computed on the GPU from the recording and the compact
     # witness (selftest's "(product on the GPU)" rows; calls --compact), against the full upload.
     $D info
     for n in 600 5000 65536; do $D selftest $n; done
@@ -198,7 +201,7 @@ case ${1:-} in
     CUZK_GPU_PROVER=cuzk $D calls calls-compact-2k 2k 1 1,4 --compare-cpu --compact
     ;;
   h200-witness)
-    # issue 13, stage 4 in the engine: pce partitions go to the GPU as witnesses (SYNTH_END
+    # The engine sends pce partitions to the GPU as witnesses (SYNTH_END
     # "pce;witness"), against the product on the host, same run.
     $D setup p10
     $D bench p10-witness p10 20 -j 8
@@ -208,7 +211,7 @@ case ${1:-} in
     CUZK_SYNTHESIS=pce-host $D bench 2k-pce-host 2k 30 -j 16
     ;;
   h200-msm)
-    # issue 13, stage 5: cuzk's MSM driver (buffers kept, no host round trip between batches,
+    # cuzk's MSM driver (buffers kept, no host round trip between batches,
     # the windows finished on the GPU). Same bytes as the CPU first, then cost and streams.
     $D info
     for n in 600 5000 65536; do $D selftest $n; done
@@ -234,7 +237,7 @@ case ${1:-} in
     $D bench p10-msm p10 20 -j 8 $SUPRA --baseline-jobs 1 --baseline-count 4
     ;;
   h200-streamed)
-    # issue 13: the streamed parameter mode beside the resident one; supraseal's backend gone.
+    # The streamed parameter mode beside the resident one; no supraseal backend.
     T0=$SECONDS
     $D info
     # The real 2KiB parameters take minutes on one core: made in the background meanwhile.
@@ -264,7 +267,7 @@ case ${1:-} in
     $D bench 2k-msm 2k 30 -j 16 $SUPRA --baseline-jobs 1 --baseline-count 8
     ;;
   h200-gpu-checks)
-    # issue 29: what `make test-gpu` checks, on the H200 with carried binaries (device-bench.sh
+    # What `make test-gpu` checks, on the H200 with carried binaries (device-bench.sh
     # gpu-checks says which).
     $D info
     $D setup 2k
@@ -273,8 +276,8 @@ case ${1:-} in
     [[ -x .dev/gpu-mutant.test ]] && $D gpu-mutant
     ;;
   h200-restructure)
-    # issue 23: after a restructure, the same checks and the same stream: make test-gpu's checks,
-    # then the 10-partition stream (docs/notebook/benchmarks.md section 9: 106.5 proofs/min before).
+    # make test-gpu's checks, then the 10-partition stream, to compare with an earlier build's
+    # run of the same stream (docs/notebook/benchmarks.md section 9).
     $D info
     $D setup 2k
     $D gpu-checks
@@ -282,7 +285,7 @@ case ${1:-} in
     $D bench p10 p10 10 -j 8
     ;;
   h200-kernels)
-    # issue 23: kernels/ rebuilt on owning buffers and one header: make test-gpu's checks, then
+    # kernels/ on owning buffers and one header: make test-gpu's checks, then
     # compute-sanitizer (memcheck, racecheck) over a self-test and the fixed-base kernel.
     $D info
     $D setup 2k
@@ -291,9 +294,9 @@ case ${1:-} in
     $D sanitize-fixed-base
     ;;
   h200-issue23)
-    # issue 23 closed: kernels/ on owning buffers and one header, the GPU backend split, the
-    # workspace. make test-gpu's checks (the kernels' tests included), compute-sanitizer over
-    # the fixed-base kernel, then the 10-partition stream (docs/notebook/benchmarks.md section 11: 103.6/min).
+    # kernels/ on owning buffers and one header, the GPU backend split, the workspace:
+    # make test-gpu's checks (the kernels' tests included), compute-sanitizer over the
+    # fixed-base kernel, then the 10-partition stream (docs/notebook/benchmarks.md section 11).
     $D info
     $D setup 2k
     $D gpu-checks
@@ -302,14 +305,15 @@ case ${1:-} in
     $D bench p10 p10 10 -j 8
     ;;
   h200-issue24)
-    # issue 24's GPU-side defects, each test failing without its fix and passing with it.
+    # A GPU-side defect's test (the streamed parameters' host copy held as resident) must fail
+    # against a build without its fix and pass with it (device-bench.sh before-after).
     $D info
     $D setup 2k
     $D before-after the_streamed_parameters_host_copy_is_reserved_as_resident
     ;;
   h200-native-p10)
-    # issue 25: the 10-partition stream with native witnesses (the default) and with witness
-    # synthesis, same run, and the GPU checks and Go tests against this build (issue 26's plan).
+    # The 10-partition stream with native witnesses (the default) and with witness
+    # synthesis, same run, and the GPU checks and Go tests against this build.
     $D info
     $D setup 2k
     $D setup p10
@@ -319,16 +323,16 @@ case ${1:-} in
     $D go
     ;;
   h200-issue26)
-    # issue 26 on the GPU: make test-gpu's checks with the new error statuses (kernel argument
-    # errors INTERNAL, a row failure copied again), then the Go tests against the cuda static
-    # library as make build-cuda now leaves it (every symbol but cuzk_* local), on the GPU.
+    # make test-gpu's checks with the error statuses on the GPU (kernel argument errors
+    # INTERNAL, a row failure copied again), then the Go tests against the cuda static
+    # library as make build-cuda leaves it (every symbol but cuzk_* local), on the GPU.
     $D info
     $D setup 2k
     $D gpu-checks
     $D go
     ;;
   h200-go)
-    # issue 14: a Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
+    # A Go program built by the README's steps (-tags cuzk_cuda) proves on the GPU:
     # every Go test and example, the cuda test requiring "cuda:" devices in the timeline.
     $D info
     $D setup 2k

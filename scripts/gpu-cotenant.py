@@ -1,4 +1,4 @@
-"""Another prover on the same GPU, for the device runs (issue 43): holds the card's device
+"""Another prover on the same GPU, for the device runs: holds the card's device
 memory, all but LEAVE_GIB of what is free, for SECONDS, then lets it go.
 
     python3 scripts/gpu-cotenant.py LEAVE_GIB SECONDS

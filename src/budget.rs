@@ -298,9 +298,9 @@ mod tests {
         assert_eq!((b.used(), b.resident()), (0, 0));
     }
 
-    /// Issue 43 item 4: the memory of a GPU call the watchdog gave up on (held until the call
-    /// returns, if ever) was not counted by the "could never fit" checks: a request that could
-    /// only fit once that memory came back waited for ever. It counts as resident now.
+    /// The memory of a GPU call the watchdog gave up on (held until the call returns, if ever)
+    /// counts as resident, so the "could never fit" checks see it. The hazard: uncounted, a
+    /// request that can only fit once that memory comes back waits for ever.
     #[test]
     fn memory_held_by_a_call_given_up_on_counts_as_never_coming_back() {
         let b = Budget::new(100);
@@ -326,8 +326,9 @@ mod tests {
         assert_eq!((b.used(), b.resident(), b.stuck()), (0, 0, 0));
     }
 
-    /// Issue 24: a request that could never fit beside the resident parameter sets waited
-    /// until its job was cancelled (here: `give_up` on its first poll) instead of failing.
+    /// A request that could never fit beside the resident parameter sets fails at once
+    /// (RESOURCE_EXHAUSTED). The hazard: it waits until its job is cancelled (here: `give_up`
+    /// on its first poll) instead of failing.
     #[test]
     fn a_request_that_cannot_fit_beside_resident_parameters_fails_at_once() {
         let b = Budget::new(100);

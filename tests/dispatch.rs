@@ -185,11 +185,11 @@ fn sim_gpu_then(
     (Arc::new(e), sim)
 }
 
-/// Issue 24: a GPU call that never returns (a hung kernel, a wedged driver) stalled its
-/// prover worker, every job behind it, and shutdown. The watchdog gives it up past its
-/// deadline: the GPU goes out of service (hung) and the partition is synthesized again and
-/// proved on the CPU; once the call returns the GPU is probed and put back; a shutdown with a
-/// call hung returns.
+/// A GPU call that never returns (a hung kernel, a wedged driver) would stall its prover
+/// worker, every job behind it, and shutdown. The watchdog gives it up past its deadline: the
+/// GPU goes out of service (hung) and the partition is synthesized again and proved on the
+/// CPU; once the call returns the GPU is probed and put back; a shutdown with a call hung
+/// returns.
 #[test]
 fn a_hung_gpu_call_is_given_up_its_partitions_go_elsewhere_and_shutdown_returns() {
     use cuzk::engine::OutOfService;
@@ -266,10 +266,10 @@ fn a_hung_gpu_call_is_given_up_its_partitions_go_elsewhere_and_shutdown_returns(
     });
 }
 
-/// Issue 43 item 4: a device stuck inside a call the watchdog gave up on is listed again by a
-/// later call given up on (the backend reports it busy); when that later call returned, the
-/// device was put up for a probe and back in service while still stuck in the first. It
-/// stays out now until every call given up on that it is inside has returned.
+/// A device stuck inside a call the watchdog gave up on is listed again by a later call given
+/// up on (the backend reports it busy). It stays out until every call given up on that it is
+/// inside has returned. The hazard: when the later call returns, the device is put up for a
+/// probe and back in service while still stuck in the first.
 #[test]
 fn a_device_still_inside_a_call_given_up_on_stays_out_when_a_later_one_returns() {
     use cuzk::engine::OutOfService;
@@ -317,11 +317,11 @@ fn a_device_still_inside_a_call_given_up_on_stays_out_when_a_later_one_returns()
     });
 }
 
-/// Issue 43 item 4: the probe that decides whether a device out for faults comes back ran
-/// unwatched on the backend's prover worker: a probe that did not return (a wedged device)
-/// stalled every later job of the backend. It runs under the watchdog now: given up, the
-/// device stays out (hung), the worker proves on the other device, and once the probe
-/// returns the device is probed again.
+/// The probe that decides whether a device out for faults comes back runs on the backend's
+/// prover worker, under the watchdog. The hazard: unwatched, a probe that does not return (a
+/// wedged device) stalls every later job of the backend. Given up, the device stays out
+/// (hung), the worker proves on the other device, and once the probe returns the device is
+/// probed again.
 #[test]
 fn a_probe_that_does_not_return_is_given_up_and_the_worker_goes_on() {
     use cuzk::engine::OutOfService;
@@ -372,10 +372,10 @@ fn a_probe_that_does_not_return_is_given_up_and_the_worker_goes_on() {
     });
 }
 
-/// Issue 43 item 4: a GPU's parameter placement (`prepare`) ran unwatched on a synthesis
-/// worker: one that did not return (a wedged device) stalled the job for good. It runs under
-/// the watchdog now: given up, the device goes out (hung) and the job is proved on the CPU;
-/// once the placement returns, the device is probed and comes back.
+/// A GPU's parameter placement (`prepare`) runs on a synthesis worker, under the watchdog.
+/// The hazard: unwatched, a placement that does not return (a wedged device) stalls the job
+/// for good. Given up, the device goes out (hung) and the job is proved on the CPU; once the
+/// placement returns, the device is probed and comes back.
 #[test]
 fn a_placement_that_does_not_return_is_given_up_and_the_job_goes_on() {
     use cuzk::engine::OutOfService;
@@ -413,11 +413,11 @@ fn a_placement_that_does_not_return_is_given_up_and_the_job_goes_on() {
     });
 }
 
-/// Issue 43 item 2: a GPU without room for a partition at that moment (another process holds
-/// its memory) sent the partition to the CPU at once (minutes at 2^27, where the room comes
-/// back in seconds). The partition now waits in the queue, the call is tried again with a
-/// growing pause, and it is proved on the GPU once there is room; the GPU is not faulted, and
-/// the status and metrics show the waits.
+/// A GPU without room for a partition at that moment (another process holds its memory) keeps
+/// the partition: it waits in the queue, the call is tried again with a growing pause, and it
+/// is proved on the GPU once there is room; the GPU is not faulted, and the status and metrics
+/// show the waits. The hazard: sent to the CPU at once, the partition takes minutes at 2^27,
+/// where the room comes back in seconds.
 #[test]
 fn a_gpu_without_room_now_is_waited_for_and_proves_when_room_comes_back() {
     use std::time::{Duration, Instant};
@@ -460,8 +460,9 @@ fn a_gpu_without_room_now_is_waited_for_and_proves_when_room_comes_back() {
     });
 }
 
-/// Issue 43 item 2: the wait for room is bounded (`gpu_room_wait`): past it the partition is
-/// proved on the CPU; with no wait configured it goes there at once, as before.
+/// The wait for room is bounded (`gpu_room_wait`): past it the partition is proved on the
+/// CPU, so a GPU that stays full does not hold the job forever; with a zero wait configured it
+/// goes there at once.
 #[test]
 fn a_gpu_without_room_for_longer_than_the_wait_sends_its_partition_to_the_cpu() {
     use std::time::{Duration, Instant};
@@ -491,9 +492,9 @@ fn a_gpu_without_room_for_longer_than_the_wait_sends_its_partition_to_the_cpu() 
     }
 }
 
-/// Issue 43 item 2: a GPU that can never hold the circuit (a card too small for it) is passed
-/// over at once: its partitions go to the CPU without a wait, counted (`passed_over`), and
-/// the GPU is not faulted.
+/// A GPU that can never hold the circuit (a card too small for it) is passed over at once:
+/// its partitions go to the CPU without a wait, counted (`passed_over`), and the GPU is not
+/// faulted. The hazard: waiting for room that never comes, or faulting a healthy card.
 #[test]
 fn a_gpu_that_can_never_hold_the_circuit_is_passed_over_at_once() {
     let (spec, _, c1) = common::fixture(FixtureShape::default());
@@ -526,10 +527,11 @@ fn a_gpu_that_can_never_hold_the_circuit_is_passed_over_at_once() {
     });
 }
 
-/// Issue 43 item 2 (review High 1): a backend's `prepare` that failed for want of room (the
-/// GPU's memory held by another process, the budget busy for a parameter read) failed the
-/// whole job. Now only a bad parameter file does; the job goes on and is proved once the GPU
-/// takes the parameters.
+/// A backend's `prepare` that fails for want of room (the GPU's memory held by another
+/// process, the budget busy for a parameter read, a card too small) does not fail the job: the
+/// job goes on and is proved once the GPU takes the parameters. Only a bad parameter file
+/// fails it (PARAMS). The hazard: a passing shortage of room would fail a job that can
+/// prove.
 #[test]
 fn a_prepare_without_room_does_not_fail_the_job_and_a_bad_file_does() {
     let (spec, _, c1) = common::fixture(FixtureShape::default());
@@ -555,8 +557,9 @@ fn a_prepare_without_room_does_not_fail_the_job_and_a_bad_file_does() {
     });
 }
 
-/// Issue 24: a CPU retry loads the parameters into host memory (47 GB at 32 GiB) and they
-/// stayed there until shutdown, though only GPUs prove. They go back once no retry is queued.
+/// A CPU retry loads the parameters into host memory (47 GB at 32 GiB); they go back once no
+/// retry is queued. The hazard: kept until shutdown, they hold that memory while only GPUs
+/// prove.
 #[test]
 fn a_cpu_retrys_host_copy_goes_back_when_no_retry_is_left() {
     let (spec, _, c1) = common::fixture(FixtureShape::default());
@@ -930,11 +933,12 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
     );
 }
 
-/// Issue 43 item 7: a GPU prover that keeps a copy of the parameters in host memory (a
-/// streamed card's pinned bases) leaves a partition sent to the CPU (a fallback) needing a
-/// second full copy; where the budget cannot hold it beside the first, that partition failed
-/// its job, and nothing said so before. Admission (`cpu_fallback_bytes`, `cpu_fallback_fits`)
-/// and status (`cpu_fallback_unfit`, a metric) show it before any job needs it.
+/// A GPU prover that keeps a copy of the parameters in host memory (a streamed card's pinned
+/// bases) leaves a partition sent to the CPU (a fallback) needing a second full copy; where the
+/// budget cannot hold it beside the first, that partition fails its job. Admission
+/// (`cpu_fallback_bytes`, `cpu_fallback_fits`) and status (`cpu_fallback_unfit`, a metric)
+/// show it before any job needs it. The hazard: an operator learns of it only from a failed
+/// job.
 #[test]
 fn admission_and_status_show_a_cpu_fallback_that_cannot_fit_beside_a_kept_copy() {
     let (spec, rep, c1) = common::fixture(FixtureShape::default());
@@ -1093,9 +1097,10 @@ fn admission_counts_only_the_work_ahead_of_the_new_jobs_priority() {
     engine.shutdown().unwrap();
 }
 
-/// Issue 26: a device cool-down past what an `Instant` can add started fine, then panicked the
-/// prover worker when a device was taken out after faults (the batch failed with PANIC, the
-/// device stayed out with no probe). The engine refuses it at start.
+/// A device cool-down past what an `Instant` can add is refused at engine start
+/// (INVALID_ARGUMENT naming `device_cooldown`). The hazard: accepted, it panics the prover
+/// worker when a device is taken out after faults (the batch fails with PANIC, the device
+/// stays out with no probe).
 #[test]
 fn a_cooldown_too_long_for_a_deadline_is_refused_at_start() {
     let sim = Arc::new(SimState::dummy(1, vec![Answer::Fault; 3]));
@@ -1118,9 +1123,9 @@ fn a_cooldown_too_long_for_a_deadline_is_refused_at_start() {
         .unwrap();
 }
 
-/// Issue 26 item 1, without a recording: the partition whose GPU proof fails the self-check is
-/// synthesized in full and proved on the CPU, the job verifies, the GPU counts one fault and no
-/// recording is distrusted.
+/// Without a recording: the partition whose GPU proof fails the self-check is synthesized in
+/// full and proved on the CPU, the job verifies, the GPU counts one fault and no recording is
+/// distrusted. The hazard: one bad GPU proof would fail a job the CPU can still prove.
 #[test]
 fn a_gpu_proof_that_fails_the_self_check_is_proved_again_and_its_gpu_faulted() {
     let shape = FixtureShape {
@@ -1205,11 +1210,11 @@ fn done_order(events: &Mutex<Vec<cuzk::timeline::Event>>, n: usize) -> Vec<u64> 
     done()
 }
 
-/// Issue 44: a GPU call proving a batch took every partition of it before a partition of a
-/// higher class or priority waiting behind it (a priority job inside a stream finished at 66%
-/// of the stream). The call now stops between partitions: A's batch of two is on the GPU
-/// when P (priority 10) is synthesized; the call proves the partition it is on and gives the
-/// other back, P is proved next, then A's second.
+/// A GPU call proving a batch stops between partitions for a partition of a higher class or
+/// priority waiting behind it, and loses no work. The hazard: a call that takes every
+/// partition of its batch first holds a priority job inside a stream behind the stream. A's
+/// batch of two is on the GPU when P (priority 10) is synthesized; the call proves the
+/// partition it is on and gives the other back, P is proved next, then A's second.
 #[test]
 fn a_gpu_call_stops_between_partitions_for_a_higher_one_and_loses_no_work() {
     let (one, two) = one_and_two_partitions();
@@ -1260,9 +1265,10 @@ fn a_gpu_call_stops_between_partitions_for_a_higher_one_and_loses_no_work() {
     engine.shutdown().unwrap();
 }
 
-/// Issue 44: synthesis workers waited while the prover queue held its look-ahead of
-/// partitions, whatever came next: a higher partition stayed in the synthesis queue behind
-/// the stream. One that would be proved before every partition waiting is synthesized at once.
+/// A partition that would be proved before every partition waiting is synthesized at once,
+/// even while the prover queue holds its look-ahead. The hazard: synthesis workers that wait
+/// on a full look-ahead whatever comes next keep a higher partition in the synthesis queue
+/// behind the stream.
 #[test]
 fn a_higher_partition_is_synthesized_while_the_prover_queue_is_full() {
     let (one, two) = one_and_two_partitions();

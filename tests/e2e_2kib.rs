@@ -310,7 +310,8 @@ impl cuzk::prover::ProverBackend for Corrupting {
 }
 
 /// The self-check catches the wrong proof; the partition is then synthesized in full and proved
-/// again by the CPU (issue 26 item 1), and the job returns a proof that verifies.
+/// again by the CPU, and the job returns a proof that verifies. The hazard: a wrong GPU proof
+/// would fail the job, or reach the caller.
 #[test]
 fn self_check_catches_a_wrong_proof_and_the_cpu_proves_it_again() {
     let (spec, _, c1) = common::fixture(FixtureShape::default());

@@ -167,6 +167,6 @@ fn wrong_parameters_are_an_error_not_a_panic() {
     let e = CpuProver
         .prove_with_params(asg, &params, Fr::ONE, Fr::ONE, &mut StageTimes::default())
         .unwrap_err();
-    // The input's shape, not a device's fault (issue 26 item 3).
+    // The input's shape, not a device's fault: a PROVING status here would blame the prover.
     assert_eq!(e.status, cuzk::Status::InvalidInput, "{e}");
 }

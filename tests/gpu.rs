@@ -542,10 +542,10 @@ fn the_gpus_fixed_base_multiplication_writes_the_cpus_bytes() {
     }
 }
 
-/// Issue 24: streamed parameters' pinned host copy stays until the engine releases them, so the
-/// budget must count it as resident. Held as an ordinary reservation, a CPU retry that could
-/// never fit beside it waited forever (the "could never fit" test counts only resident bytes)
-/// while its priority wait held back every new synthesis.
+/// Streamed parameters' pinned host copy stays until the engine releases them, so the budget
+/// must count it as resident. The hazard: held as an ordinary reservation, it hides from the
+/// "could never fit" test (which counts only resident bytes), so a CPU retry that can never
+/// fit beside it waits forever, and its priority wait holds back every new synthesis.
 #[test]
 fn the_streamed_parameters_host_copy_is_reserved_as_resident() {
     use cuzk::prover::{cuzk_gpu::CuzkGpuProver, GpuParams, ProverBackend};

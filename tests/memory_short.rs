@@ -1,5 +1,5 @@
-//! The engine's parts when memory is short (issue 24): nothing that only reads state waits
-//! behind a request that waits for memory.
+//! The engine's parts when memory is short: nothing that only reads state waits behind a
+//! request that waits for memory.
 
 mod common;
 
@@ -19,10 +19,10 @@ impl Drop for Stop {
     }
 }
 
-/// A CPU retry's host-parameter load waits for memory ahead of new partitions. It held the
-/// parameters' lock across that wait and the read (tens of seconds for a 32 GiB set), so the
-/// status's resident parameters and admission's `host_resident` waited behind it, and
-/// synthesis behind them (the cache's slot lock).
+/// A CPU retry's host-parameter load waits for memory ahead of new partitions, without holding
+/// the parameters' lock. The hazard: a load that holds the lock across that wait and the read
+/// (tens of seconds for a 32 GiB set) makes the status's resident parameters and admission's
+/// `host_resident` wait behind it, and synthesis behind them (the cache's slot lock).
 #[test]
 fn a_parameter_load_waiting_for_memory_holds_back_no_reader() {
     common::init();
@@ -65,8 +65,9 @@ fn a_parameter_load_waiting_for_memory_holds_back_no_reader() {
 }
 
 /// A host copy of the parameters (the CPU prover's, or a CPU retry's) stays until the engine
-/// releases them. Held as an ordinary reservation, the checks that fail a request which could
-/// never fit (they count resident bytes) missed it: such a request waited for ever.
+/// releases them, so the budget holds it as resident. The hazard: held as an ordinary
+/// reservation, it hides from the checks that fail a request which could never fit (they count
+/// resident bytes), and such a request waits for ever.
 #[test]
 fn a_host_copy_of_the_parameters_is_held_as_resident() {
     common::init();

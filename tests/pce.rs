@@ -10,7 +10,7 @@
 //! * Where every prover computes a, b and c itself (cuzk's GPU prover), partitions go to it as
 //!   witnesses; one it fails on is proved on the CPU from the assignment computed then, and a
 //!   row it finds unsatisfied gives the recording up there.
-//! * By default the witnesses are made by the native generator (issue 25), on the host path and
+//! * By default the witnesses are made by the native generator, on the host path and
 //!   to witness provers alike; a wrong recording under native witnesses is blamed on the
 //!   recording (the generator's witness is witness synthesis's), not on the generator.
 //!
@@ -114,8 +114,9 @@ fn check_equal(
     for &k in ks {
         let w = c.synthesize_witness(k, Some(rec.aux), None).unwrap();
         assert!(w.classes_match(), "partition {k}: class table");
-        // Issue 24: a partition on the GPU path holds its compact witness only, at most 8
-        // bytes per constraint (it held the dense values, ~33), and no more than it reserves.
+        // A partition on the GPU path holds its compact witness only: at most 8 bytes per
+        // constraint (dense values would take ~33), and no more than it reserves. A larger
+        // witness would overrun the host memory the budget reserved for it.
         let reserved = srs.size.host_bytes(cuzk::params::HostPath::Witness);
         assert!(
             w.bytes() <= reserved && reserved <= 8 * srs.size.constraints as u64,
@@ -318,8 +319,8 @@ fn the_engine_records_once_saves_loads_and_records_again_over_bad_files() {
         let path = files[0].clone();
         assert!(path.to_string_lossy().ends_with(".cuzk-pce"));
 
-        // After a restart it is loaded at engine start (issue 43: before any job asks for
-        // it), not recorded.
+        // After a restart it is loaded at engine start, before any job asks for it, not
+        // recorded again.
         let (e, notes) = engine_in(&d, Box::new(Stub::default()), false);
         wait_until(120, "the recording loaded at engine start", || {
             e.status().pce_loaded == 1
@@ -581,11 +582,11 @@ impl ProverBackend for WitnessTaker {
     }
 }
 
-/// Issue 43 item 1: on a GPU whose plan takes compact witnesses only (an H100's lean plan at
-/// 32 GiB), the first job of a fresh process synthesized its partitions in full while the
-/// recording was made, and each went to the CPU. Now a partition waits for the recording
-/// where no prover takes a full assignment: it goes to the GPU as a witness, none as an
-/// assignment, and the status counts the wait.
+/// Where no prover takes a full assignment (a GPU whose plan takes compact witnesses only, as
+/// an H100's lean plan at 32 GiB does), the first job of a fresh process waits for the
+/// recording being made instead of synthesizing its partitions in full. The hazard: a fully
+/// synthesized partition has no GPU to take it, so each would go to the CPU. The partition
+/// goes to the GPU as a witness, none as an assignment, and the status counts the wait.
 #[test]
 fn with_no_prover_taking_assignments_the_first_job_waits_for_the_recording() {
     let req = real_2kib();
@@ -610,8 +611,9 @@ fn with_no_prover_taking_assignments_the_first_job_waits_for_the_recording() {
     });
 }
 
-/// Issue 43 item 1: the wait for a recording is bounded (`recording_wait`); past it the job
-/// fails with PROVING and a message naming the recording, rather than hang.
+/// The wait for a recording is bounded (`recording_wait`): past it the job fails with PROVING
+/// and a message naming the recording. The hazard: a recording that never becomes ready would
+/// hang the job.
 #[test]
 fn a_recording_not_ready_by_the_deadline_fails_the_job_naming_it() {
     let req = real_2kib();
@@ -806,9 +808,10 @@ fn a_witness_the_gpu_failed_on_is_proved_on_the_cpu_and_verifies() {
     });
 }
 
-/// Issue 26 item 1: a GPU proof that fails the self-check ended the whole job. Now the bad
-/// partition is synthesized in full and proved on the CPU, the GPU that made it is counted a
-/// fault, and the recording it was proved under is distrusted once the CPU's proof verifies.
+/// A GPU proof that fails the self-check does not end the job: the bad partition is
+/// synthesized in full and proved on the CPU, the GPU that made it is counted a fault, and the
+/// recording it was proved under is distrusted once the CPU's proof verifies. The hazard: one
+/// bad GPU proof would fail a job the CPU can still prove.
 #[test]
 fn a_gpu_proof_that_fails_the_self_check_is_proved_again_on_the_cpu() {
     let req = real_2kib();
@@ -875,7 +878,8 @@ fn a_row_the_gpu_found_unsatisfied_gives_the_recording_up_on_the_cpu() {
         assert!(verifies_2kib(&out.proof), "the .vk rejects the CPU's proof");
         assert_eq!((st.pce_distrusted, st.pce_fallbacks), (1, 1), "{st:?}");
         assert!(!path.exists(), "the wrong recording's file is still there");
-        // Issue 26 item 7: the GPU's copy of the distrusted recording was kept until shutdown.
+        // The GPU drops its copy of the distrusted recording at once: kept until shutdown, it
+        // holds device memory for a recording no job uses.
         assert_eq!(forgotten.lock().unwrap().len(), 1, "the GPU kept its copy");
         // Not a device fault: the GPU stays in service.
         assert!(st.devices.iter().all(|d| d.enabled), "{st:?}");

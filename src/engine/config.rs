@@ -618,9 +618,10 @@ mod tests {
         }
     }
 
-    /// Issue 26: a duration past what a `Duration` holds panicked while the configuration was
-    /// resolved (`CUZK_DEVICE_COOLDOWN_S=1e30`), and a huge one set in the `Config` overflowed
-    /// a deadline on a prover worker later. Both are refused at start, by name.
+    /// A duration past what a `Duration` holds is read without a panic, and a duration too long
+    /// for a deadline is refused at start, by name. The hazard: parsing one
+    /// (`CUZK_DEVICE_COOLDOWN_S=1e30`) panics while the configuration is resolved, and a huge
+    /// one set in the `Config` overflows a deadline on a prover worker later.
     #[test]
     fn a_duration_out_of_range_is_refused_not_a_panic() {
         use super::{env_secs, MAX_DURATION_SETTING};

@@ -440,10 +440,11 @@ mod tests {
     use super::*;
     use crate::pce::{tests::Toy, RecordingCS};
 
-    /// Issue 26 item 7: a crash during `save` left its temporary file (up to ~6 GB) in the
-    /// parameter directory for good; the file was created 0600, so another user's engine could
-    /// not read it (it recorded again and overwrote it); and builds reading different formats
-    /// shared one file name, each overwriting the other's at every start.
+    /// Recording files are readable by all (0644), named by format version, and a stale
+    /// temporary of a crashed `save` is removed. The hazards: a crash during `save` leaves its
+    /// temporary file (up to ~6 GB) in the parameter directory for good; a file created 0600
+    /// cannot be read by another user's engine, which records again and overwrites it; builds
+    /// reading different formats under one file name overwrite each other's at every start.
     #[test]
     fn recording_files_are_shared_versioned_and_never_left_half_written() {
         let dir = tempfile::tempdir().unwrap();
@@ -480,7 +481,7 @@ mod tests {
             tmp_writer(&format!(".{name}.{gone}.Ab3xYz.tmp")),
             Some(gone)
         );
-        // Issue 43 item 7: written just now, none is stale (its PID alone says nothing).
+        // Written just now, none is stale: a writer's PID alone says nothing.
         assert_eq!(remove_stale_temporaries(dir.path()), 0);
         assert!(dead.exists());
         // Unwritten for an hour: the one no one holds goes; the locked one stays.
@@ -498,9 +499,9 @@ mod tests {
         assert!(!locked.exists());
     }
 
-    /// Issue 26: a header whose row count is u64::MAX (rows + 1 wraps to 0, so a file with no
-    /// row tables has the length it implies) and whose checksum is valid panicked the loader
-    /// (an empty row table indexed) instead of being refused as a bad file.
+    /// A header whose row count is u64::MAX (rows + 1 wraps to 0, so a file with no row tables
+    /// has the length it implies) and whose checksum is valid is refused as a bad file. The
+    /// hazard: the loader indexes an empty row table and panics.
     #[test]
     fn a_crafted_row_count_is_refused_not_a_panic() {
         use blstrs::Scalar as Fr;

@@ -440,8 +440,8 @@ mod tests {
         assert!(loaded == a && loaded.instance != a.instance && loaded.instance != b.instance);
     }
 
-    /// Issue 26 item 7: `distrust` removed the recording's file even where another process
-    /// had written a good one in its place since. Only the file the recording came from goes.
+    /// `distrust` removes only the file the recording came from. The hazard: removing the
+    /// file by name also removes a good one another process has written in its place since.
     #[test]
     fn distrust_removes_only_the_file_the_recording_came_from() {
         use crate::budget::Budget;
@@ -472,9 +472,9 @@ mod tests {
         );
     }
 
-    /// Issue 24: a recording that did not fit the budget once made was dropped before it was
-    /// saved (the save came after its resident reservation), so the next try recorded it
-    /// again. Saved first, the next try loads it.
+    /// A recording that does not fit the budget once made is saved before its resident
+    /// reservation is asked, so the next try loads it. The hazard: saved after the
+    /// reservation, it is dropped unsaved and the next try records it again.
     #[test]
     fn a_recording_that_does_not_fit_now_is_saved_for_the_next_try() {
         use crate::budget::Budget;
@@ -501,12 +501,10 @@ mod tests {
         );
     }
 
-    /// Issue 24: a recording file was read into host memory before the budget was asked, so a
-    /// recording that did not fit was read (6 GB at 32 GiB) outside the budget, then dropped,
-    /// and read again at every retry (30 s). It is read only into room the budget has for it.
-    /// Issue 26: a panic while a recording was loaded or made, on its own thread with no catch,
-    /// left the circuit `Working` for ever: never recorded again, and a preload waiting on it
-    /// spun. It is now tried again later, and a preload meanwhile answers at once.
+    /// A panic while a recording is loaded or made, on its own thread, leaves the circuit
+    /// `Absent`, to be tried again later, and a preload meanwhile answers at once. The hazard:
+    /// uncaught, it leaves the circuit `Working` for ever: never recorded again, and a preload
+    /// waiting on it spins.
     #[test]
     fn a_panic_while_recording_leaves_the_circuit_to_be_tried_again() {
         use crate::budget::Budget;
@@ -535,6 +533,9 @@ mod tests {
         );
     }
 
+    /// A recording file is read only into room the budget has for it. The hazard: read into
+    /// host memory before the budget is asked, a recording that does not fit is read (6 GB at
+    /// 32 GiB) outside the budget, then dropped, and read again at every retry.
     #[test]
     fn a_recording_file_is_read_only_into_room_the_budget_has() {
         use crate::budget::Budget;
@@ -565,11 +566,10 @@ mod tests {
         assert!(cache.load_or_record("toy", expect, room, no_record).is_ok());
         assert_eq!((cache.stats().file_reads, cache.stats().loaded), (1, 1));
     }
-    /// Issue 26 item 2: density tables were only length-checked, so a recording file with a
-    /// wrong density bit and a valid checksum was loaded, and failed every GPU upload as a
-    /// device fault or gave proofs that do not verify, across restarts. Its densities are now
-    /// compared with the parameters' query lengths: such a file is rejected and the circuit
-    /// recorded again.
+    /// A recording file's densities are compared with the parameters' query lengths: a file
+    /// with a wrong density bit and a valid checksum is rejected and the circuit recorded
+    /// again. The hazard: checked for length only, such a file is loaded, and fails every GPU
+    /// upload as a device fault or gives proofs that do not verify, across restarts.
     #[test]
     fn a_recording_file_whose_densities_disagree_with_the_parameters_is_recorded_again() {
         let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
@@ -600,10 +600,10 @@ mod tests {
         assert!(expect.mismatch(&again).is_none());
     }
 
-    /// Issue 43 item 3: only the density tables' counts were compared on load, so a file with
-    /// two density bits swapped (counts kept, checksum made over them) was loaded and gave
-    /// proofs that do not verify. The tables are now checked against the recording's own
-    /// matrices: such a file is rejected and the circuit recorded again.
+    /// A recording file's density tables are checked against the recording's own matrices on
+    /// load: a file with two density bits swapped (counts kept, checksum made over them) is
+    /// rejected and the circuit recorded again. The hazard: compared by count only, such a file
+    /// is loaded and gives proofs that do not verify.
     #[test]
     fn a_recording_file_with_permuted_density_bits_is_recorded_again() {
         let made = RecordingCS::record(Toy(None), "toy", None).unwrap();
@@ -643,11 +643,11 @@ mod tests {
         assert_eq!((st.rejected_files, st.recorded, st.loaded), (1, 1, 0));
     }
 
-    /// Issue 43 item 3: a recording given up for one wrong assignment (a GPU glitch caught by
-    /// the self-check, or a damaged file) left its circuit on full synthesis until restart: on
-    /// a card whose plan takes compact witnesses only, every later partition went to the CPU.
-    /// Now it is recorded again from the circuit; a second wrong assignment from a recording
-    /// made in this process is a fault of the circuit, counted for the operator.
+    /// A recording given up for one wrong assignment (a GPU glitch caught by the self-check, or
+    /// a damaged file) is recorded again from the circuit; a second wrong assignment from a
+    /// recording made in this process is a fault of the circuit, counted for the operator. The
+    /// hazard: left on full synthesis until restart, the circuit sends every later partition
+    /// to the CPU on a card whose plan takes compact witnesses only.
     #[test]
     fn a_distrusted_recording_is_recorded_again_and_a_second_fresh_one_is_a_fault() {
         use crate::budget::Budget;

@@ -100,9 +100,9 @@ mod tests {
     use crate::error::Status;
     use ff::Field;
 
-    /// Issue 26 item 3: an assignment that does not fit the parameters was a PROVING error,
-    /// which counts as a fault of the device that was asked: it is the input's (or the
-    /// circuit's) fault, INVALID_INPUT.
+    /// An assignment that does not fit the parameters is INVALID_INPUT: the input's (or the
+    /// circuit's) fault. The hazard: a PROVING error counts as a fault of the device that was
+    /// asked, and takes a healthy device out of service.
     #[test]
     fn an_assignment_of_another_shape_is_invalid_input_not_a_device_fault() {
         let mut asg = ProvingAssignment::default();

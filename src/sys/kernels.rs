@@ -414,7 +414,8 @@ mod tests {
         // A 32 GiB partition (2^27) with two stages: ~2 x 27 GB of buffers, under 80 GB in all.
         let full = w(27, 130_278_541, 2);
         assert!(full > 50_000_000_000 && full < 80_000_000_000, "{full}");
-        // Issue 26 item 10: domains past the NTT's twiddles (2^28) were accepted up to 2^39.
+        // A domain past the NTT's twiddles (2^28) is refused (usize::MAX); 2^28 itself is
+        // sized. The hazard: a larger domain accepted would run the NTT past its twiddles.
         // SAFETY: as above.
         assert_eq!(
             unsafe { cuzk_gpu_working_bytes(MAX_LG_DOMAIN + 1, 1, 1, 2, 0) },
@@ -424,7 +425,7 @@ mod tests {
         assert!(unsafe { cuzk_gpu_working_bytes(MAX_LG_DOMAIN, 1, 1, 2, 0) } < usize::MAX);
     }
 
-    /// Issue 24: a 32 GiB partition (2^27) proves in 12 GiB with the lean plan (one lean
+    /// A 32 GiB partition (2^27) proves in 12 GiB with the lean plan (one lean
     /// stage, the bases and the recording in host memory), and each step of the plan needs
     /// less than the one before.
     #[test]

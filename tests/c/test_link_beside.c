@@ -1,8 +1,9 @@
 /*
- * Issue 26 item 11: cuzk's static library linked into one program beside another library that
- * embeds blst and sppark of its own (tests/c/other_lib.cc, a stand-in for filecoin-ffi's
- * libfilcrypto.a): the program links, each library reaches its own code, and a real proof goes
- * through cuzk (test_ffi.c's checks, run from here).
+ * cuzk's static library linked into one program beside another library that embeds blst and
+ * sppark of its own (tests/c/other_lib.cc, a stand-in for filecoin-ffi's libfilcrypto.a): the
+ * program links, each library reaches its own code, and a real proof goes through cuzk
+ * (test_ffi.c's checks, run from here). The hazard: duplicate symbols fail the link, or one
+ * library's calls land in the other's copy of blst or sppark.
  */
 #define _GNU_SOURCE /* test_ffi.c's memmem */
 #include <stdint.h>

@@ -167,9 +167,9 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     } else {
         None
     };
-    // And each lean plan (issue 24: the plans of cards too small for the full one), forced,
-    // under a device memory limit of what the plan needs with room for this witness's others
-    // (~1 KiB each: the plan guesses 1 in 32 values; every value of this circuit is one): each must
+    // And each lean plan (the plans of cards too small for the full one), forced, under a
+    // device memory limit of what the plan needs with room for this witness's others (~1 KiB
+    // each: the plan guesses 1 in 32 values; every value of this circuit is one): each must
     // allocate within the limit and prove the CPU's bytes.
     #[cfg(feature = "cuda")]
     let mut expect_plan: std::collections::HashMap<String, String> = Default::default();

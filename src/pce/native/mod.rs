@@ -1,7 +1,7 @@
-//! Native witness generation (issue 25): the gadgets of the PoRep circuit done again on plain
-//! integers, each aux value they allocate emitted straight into a compact [`Witness`] in the
-//! order and with the value witness-only synthesis ([`super::WitnessTarget`]) gives, without
-//! the gadgets' objects, linear combinations and field arithmetic. Exactness is not assumed:
+//! Native witness generation: the gadgets of the PoRep circuit done again on plain integers,
+//! each aux value they allocate emitted straight into a compact [`Witness`] in the order and
+//! with the value witness-only synthesis ([`super::WitnessTarget`]) gives, without the gadgets'
+//! objects, linear combinations and field arithmetic. Exactness is not assumed:
 //! every gadget here is tested element for element against `WitnessTarget` running
 //! bellperson's own gadget.
 //!

@@ -398,10 +398,9 @@ mod tests {
         assert!(!p.set_enabled(2, false));
     }
 
-    /// Issue 43 item 2: a card that can never hold the circuit (too small, or its limit) was
-    /// given its share of a multi-GPU batch, which went to the CPU. Its share goes to the
-    /// other GPUs now; only where none could hold it does the batch go to all (and on to the
-    /// CPU).
+    /// A card that can never hold the circuit (too small, or its limit) gives its share of a
+    /// multi-GPU batch to the other GPUs; only where none could hold it does the batch go to
+    /// all (and on to the CPU). The hazard: the share given to such a card goes to the CPU.
     #[test]
     fn a_card_that_can_never_hold_the_circuit_gives_its_share_to_the_others() {
         use super::pipeline::takers;
@@ -411,9 +410,9 @@ mod tests {
         assert_eq!(takers(vec![], |_| false), Vec::<usize>::new());
     }
 
-    /// Issue 26 item 3: every kernels/ error was a PROVING fault of its GPU, so arguments the
-    /// kernels refuse (a bug or a shape the Rust side let through) and host-side failures took
-    /// healthy GPUs out of service. Only what the device did is a fault now.
+    /// Only what the device did is a PROVING fault of its GPU. Arguments the kernels refuse (a
+    /// bug or a shape the Rust side let through) and host-side failures are INTERNAL. The
+    /// hazard: counted as faults, they take healthy GPUs out of service.
     #[test]
     fn only_what_the_device_did_is_a_fault() {
         use crate::{error::Status, sys::gpu_prover::KernelError};
@@ -442,10 +441,10 @@ mod tests {
             .all(|(_, r)| matches!(r, Err(e) if e.status == Status::Unsupported)));
     }
 
-    /// Issue 26 item 4: a row the GPU's product found unsatisfied was never the device's
-    /// fault, even where it holds on the host (a damaged device copy of the recording). Now
-    /// such a row has the copy made again once, and a second failure is a PROVING fault; a row
-    /// that fails on the host too stays INTERNAL (the recording's fault, not the GPU's).
+    /// A row the GPU's product finds unsatisfied but that holds on the host (a damaged device
+    /// copy of the recording) has the copy made again once, and a second failure is a PROVING
+    /// fault; a row that fails on the host too stays INTERNAL (the recording's fault, not the
+    /// GPU's). The hazard: a device that damages its copy is never counted a fault.
     #[test]
     fn a_row_that_holds_on_the_host_is_the_gpus_fault_after_a_second_copy() {
         use super::device::{row_failure, RowFailure};
@@ -500,10 +499,11 @@ mod tests {
         }
     }
 
-    /// Issue 24: a GPU parameter load that failed for a passing reason (here the memory budget
-    /// busy at that moment; in production also device memory held by another process) was
-    /// remembered for the file, and every later job of the circuit failed until a restart.
-    /// Only a bad file may be remembered: once the budget has room the next call loads again.
+    /// A GPU parameter load that fails for a passing reason (here the memory budget busy at
+    /// that moment; in production also device memory held by another process) is not
+    /// remembered for the file: once the budget has room the next call loads again. Only a bad
+    /// file may be remembered. The hazard: a remembered passing failure fails every later job
+    /// of the circuit until a restart.
     #[test]
     fn a_passing_parameter_load_failure_is_not_remembered() {
         use crate::{budget::Budget, error::Status, params};
