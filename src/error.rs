@@ -161,3 +161,15 @@ pub fn catch<T>(what: &str, status: Status, f: impl FnOnce() -> Result<T>) -> Re
         )),
     }
 }
+
+/// Runs `f`, where a panic has no status to become (a C export that returns nothing or a
+/// static string): the panic is logged as an error and `fallback` returned in its place.
+pub fn catch_or<T>(what: &str, fallback: T, f: impl FnOnce() -> T) -> T {
+    match catch(what, Status::Panic, || Ok(f())) {
+        Ok(v) => v,
+        Err(e) => {
+            log::error!("{e}");
+            fallback
+        }
+    }
+}

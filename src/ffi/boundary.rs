@@ -46,16 +46,8 @@ pub(super) fn boundary(err_out: *mut cuzk_error, f: impl FnOnce() -> Result<()>)
 }
 
 /// The boundary of an export with no status to return (the `_default` fillers, the frees, the
-/// names): a panic is logged and `fallback` returned instead of unwinding into the caller.
-pub(super) fn quiet<T>(what: &str, fallback: T, f: impl FnOnce() -> T) -> T {
-    match crate::error::catch(what, Status::Panic, || Ok(f())) {
-        Ok(v) => v,
-        Err(e) => {
-            log::error!("{e}");
-            fallback
-        }
-    }
-}
+/// names): a panic is logged and the fallback returned instead of unwinding into the caller.
+pub(super) use crate::error::catch_or as quiet;
 
 /// NULL is an argument error naming `what`: the one NULL check of every caller pointer that
 /// must not be NULL.

@@ -3,8 +3,7 @@
 
 use std::ffi::{c_char, CString};
 
-use super::boundary::quiet;
-use crate::error::Status;
+use crate::error::{catch_or as quiet, Status};
 
 /// Bytes owned by the caller after a successful call; free with `cuzk_bytes_free`.
 #[repr(C)]

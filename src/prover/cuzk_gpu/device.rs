@@ -14,19 +14,33 @@ use std::{
 
 use parking_lot::Mutex;
 
-use super::{
-    placement::{Held, Loaded},
-    CuzkGpuProver,
-};
+use super::{plan::Plan, CuzkGpuProver};
 use crate::{
+    budget::Reservation,
     error::{Error, Result, Status},
-    params::Srs,
+    params::{FileStamp, Srs},
     prover::{groth16::check_size, ClassedWitness, ProvingAssignment, SparseR1cs},
     sys::gpu_prover::{
-        CompactInput, DeviceRecording, KernelError, PartitionInput, PinnedRecording, SparseMatrix,
-        Stage, CUDA_OUT_OF_MEMORY, EHOST, EINVAL,
+        CompactInput, DeviceRecording, DeviceSrs, KernelError, PartitionInput, PinnedRecording,
+        SparseMatrix, Stage, CUDA_OUT_OF_MEMORY, EHOST, EINVAL,
     },
 };
+
+/// A circuit's parameters on one GPU, and how that GPU proves the circuit.
+pub(super) struct Loaded {
+    pub(super) dev: DeviceSrs,
+    pub(super) generation: u64,
+    pub(super) plan: Plan,
+    /// Streamed: the budget's hold on the pinned host copy (shared by the GPUs using it).
+    pub(super) _host_copy: Option<Arc<Reservation>>,
+}
+
+/// What a GPU holds of a circuit's parameters: them, or the error loading them gave where the
+/// file is bad (for this version of the file).
+pub(super) enum Held {
+    Loaded(Arc<Loaded>),
+    Failed(Error, FileStamp),
+}
 
 /// One GPU of the prover.
 pub(super) struct Gpu {

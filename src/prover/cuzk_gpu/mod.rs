@@ -53,7 +53,7 @@ use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar as Fr};
 use parking_lot::Mutex;
 
-use self::{device::Gpu, placement::Held};
+use self::device::{Gpu, Held};
 use super::{
     prove_one_as_batch, Between, ClassedWitness, GpuParams, ProverBackend, ProvingAssignment,
     SparseR1cs, StageTimes,

@@ -7,7 +7,7 @@ use std::{collections::HashMap, sync::Arc, time::Instant};
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 
-use super::{placement::Loaded, CuzkGpuProver};
+use super::{device::Loaded, CuzkGpuProver};
 use crate::{
     error::{Error, Result, Status},
     params::Srs,

@@ -5,35 +5,19 @@
 use std::{sync::Arc, time::Instant};
 
 use super::{
-    device::{kernel_error, Gpu},
+    device::{kernel_error, Gpu, Held, Loaded},
     plan::Plan,
     CuzkGpuProver,
 };
 use crate::{
     budget::Reservation,
     error::{Error, Result, Status},
-    params::{Bases, BasesPiece, FileStamp, Srs, PIECE_HOST_BYTES},
+    params::{Bases, BasesPiece, Srs, PIECE_HOST_BYTES},
     sys::{
         cuda,
         gpu_prover::{self, DeviceSrs, PinnedBases},
     },
 };
-
-/// A circuit's parameters on one GPU, and how that GPU proves the circuit.
-pub(super) struct Loaded {
-    pub(super) dev: DeviceSrs,
-    pub(super) generation: u64,
-    pub(super) plan: Plan,
-    /// Streamed: the budget's hold on the pinned host copy (shared by the GPUs using it).
-    _host_copy: Option<Arc<Reservation>>,
-}
-
-/// What a GPU holds of a circuit's parameters: them, or the error loading them gave where the
-/// file is bad (for this version of the file).
-pub(super) enum Held {
-    Loaded(Arc<Loaded>),
-    Failed(Error, FileStamp),
-}
 
 impl CuzkGpuProver {
     /// What GPU `g` holds of `srs`'s parameters (this version of them), if anything.
