@@ -63,6 +63,9 @@ type EngineStatus struct {
 	MemoryBudget   uint64 `json:"memory_budget"`
 	MemoryReserved uint64 `json:"memory_reserved"`
 	MemoryPeak     uint64 `json:"memory_peak"`
+	// MemoryStuck is the part of MemoryReserved held by GPU calls the watchdog gave up on
+	// (until they return), counted as never coming back when work is refused as unfit.
+	MemoryStuck uint64 `json:"memory_stuck"`
 	// Counters since the engine started.
 	Completed  uint64 `json:"completed"`
 	Failed     uint64 `json:"failed"`

@@ -1,13 +1,16 @@
 package cuzk
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -268,4 +271,56 @@ func TestSetLoggerReceivesTheLibrarysRecords(t *testing.T) {
 	if len(c.records) != n {
 		t.Errorf("records after SetLogger(nil): %d, want %d", len(c.records), n)
 	}
+}
+
+// jsonKeys lists the json names of a struct type's fields.
+func jsonKeys(t reflect.Type) []string {
+	keys := []string{}
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+// EngineStatus, Device and ClassStatus mirror the library's JSON status: a field the library
+// adds, renames or drops fails here, rather than reading as a silent zero in production
+// dashboards.
+func TestEngineStatusMirrorsTheLibrarysJSON(t *testing.T) {
+	raw, err := engine.metrics(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var s EngineStatus
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("a key of the library's status JSON has no field in EngineStatus: %v", err)
+	}
+	var top struct {
+		Devices []map[string]json.RawMessage `json:"devices"`
+		Classes []map[string]json.RawMessage `json:"classes"`
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &all); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &top); err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Devices) == 0 || len(top.Classes) == 0 {
+		t.Fatalf("status JSON without devices or classes: %s", raw)
+	}
+	check := func(what string, got map[string]json.RawMessage, typ reflect.Type) {
+		for _, k := range jsonKeys(typ) {
+			if _, ok := got[k]; !ok {
+				t.Errorf("%s.%s is not in the library's status JSON", what, k)
+			}
+		}
+	}
+	check("EngineStatus", all, reflect.TypeOf(EngineStatus{}))
+	check("Device", top.Devices[0], reflect.TypeOf(Device{}))
+	check("ClassStatus", top.Classes[0], reflect.TypeOf(ClassStatus{}))
 }
