@@ -185,11 +185,16 @@ void cuzk_gpu_srs_free(cuzk_gpu_srs* s);
 #define CUZK_PLAN_REC_MAPPED 4u
 /* Device memory a GPU needs beside the resident bases to prove a circuit of this size with the
  * plan `flags`: `stages` partitions' buffers (na, nb at most n_inp + n_aux), the prover's
- * working buffers at their largest, a recording of a domain of rows at ~45 bytes each (unless
- * mapped) and a margin for the CUDA context. The sizes that cuzk_gpu_srs_new,
- * cuzk_gpu_stage_new and cuzk_gpu_rec_new allocate come from the same functions. */
+ * working buffers at their largest, a recording of a domain of rows (unless mapped) and a
+ * margin for the CUDA context. The witnesses' values that are neither 0 nor 1 are
+ * `others_per_1024` of them (0: 1 in 32, a PoRep witness's few; a dense witness's grow the
+ * stages and the tails' gathered bases) and the recording takes `rec_bytes_per_row` bytes a
+ * row (0: ~45). SIZE_MAX for an lg_domain past CUZK_MAX_LG_DOMAIN or a share past 1024. The
+ * sizes that cuzk_gpu_srs_new, cuzk_gpu_stage_new and cuzk_gpu_rec_new allocate come from
+ * the same functions. */
 size_t cuzk_gpu_working_bytes(uint32_t lg_domain, size_t n_inp, size_t n_aux, size_t stages,
-                              uint32_t flags);
+                              uint32_t flags, uint32_t others_per_1024,
+                              uint32_t rec_bytes_per_row);
 /* Caps the device memory the prover's buffers may hold on GPU `ordinal` (CUDA's numbering,
  * below 64): an allocation past it fails with cudaErrorMemoryAllocation, as on a card with no
  * more memory. SIZE_MAX: no cap (the default). Thread-safe; applies to later allocations. */

@@ -423,20 +423,22 @@ void cuzk_gpu_srs_free(cuzk_gpu_srs* s)
 }
 
 size_t cuzk_gpu_working_bytes(uint32_t lg_domain, size_t n_inp, size_t n_aux, size_t stages,
-                              uint32_t flags)
+                              uint32_t flags, uint32_t others_per_1024, uint32_t rec_bytes_per_row)
 {
-    if (lg_domain > CUZK_MAX_LG_DOMAIN)
+    if (lg_domain > CUZK_MAX_LG_DOMAIN || others_per_1024 > 1024)
         return SIZE_MAX;
     stage_shape_t sh;
     sh.lg_domain = lg_domain;
     sh.n_inp = n_inp;
     sh.n_aux = n_aux;
     sh.na = sh.nb = n_inp + n_aux;
+    sh.oth_per_1024 = others_per_1024;
+    const size_t per_row = rec_bytes_per_row ? rec_bytes_per_row : CUZK_REC_BYTES_PER_ROW;
     const bool lean = flags & CUZK_PLAN_LEAN;
     // Partial sums scale with the multiprocessors: 256 bounds every GPU sppark drives.
     return stages * (lean ? sh.lean_bytes() : sh.bytes()) +
            prove_ws_t::bytes_for(sh, 256, flags & CUZK_PLAN_STREAMED, lean) +
-           ((flags & CUZK_PLAN_REC_MAPPED) ? 0 : CUZK_REC_BYTES_PER_ROW * sh.domain()) +
+           ((flags & CUZK_PLAN_REC_MAPPED) ? 0 : per_row * sh.domain()) +
            CUZK_SPARE_BYTES;
 }
 

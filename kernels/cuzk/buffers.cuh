@@ -22,6 +22,14 @@
 struct stage_shape_t {
     uint32_t lg_domain = 0;
     size_t n_inp = 0, n_aux = 0, na = 0, nb = 0;
+    // The witnesses' share of values neither 0 nor 1, per 1024, where the caller knows it
+    // (cuzk_gpu_working_bytes); 0: the first guess below, 1 in 32 (a PoRep witness's few).
+    uint32_t oth_per_1024 = 0;
+
+    size_t share(size_t n) const
+    {
+        return oth_per_1024 ? n / 1024 * oth_per_1024 + n % 1024 * oth_per_1024 / 1024 : n / 32;
+    }
 
     size_t domain() const { return (size_t)1 << lg_domain; }
     size_t words_aux() const { return (n_aux + 63) / 64; }
@@ -34,9 +42,16 @@ struct stage_shape_t {
     size_t split() const { return n_aux + na + nb; }
     // The others' gathered scalars and indices, first sized for 1 in 32 (0.4-1.6% of this
     // project's values are neither 0 nor 1), then grown on demand.
-    size_t others() const { return split() / 32 + 1024; }
+    size_t others() const { return share(split()) + 1024; }
     // A compact witness's others, first sized for 1 in 32 aux values, then grown on demand.
-    size_t witness_others() const { return n_aux / 32 + 1024; }
+    size_t witness_others() const { return share(n_aux) + 1024; }
+    // The tails' gathered bases: G1 for the longest of the L, A and B lists, G2 for B's. At
+    // the first guess, the others of all three lists (as stages first size them).
+    size_t gathered_g1() const
+    {
+        return oth_per_1024 ? share(std::max(n_aux, std::max(na, nb))) + 1024 : others();
+    }
+    size_t gathered_g2() const { return oth_per_1024 ? share(nb) + 1024 : others(); }
 
     // Device memory of a lean stage (CUZK_STAGE_LEAN): the compact witness (its others at
     // the guess), the others' ranks, the density bitmaps and prefixes, the split lists and
@@ -192,10 +207,10 @@ struct prove_ws_t {
     // working vectors.
     static size_t bytes_for(const stage_shape_t& sh, int sms, bool streamed, bool lean)
     {
-        const size_t oth = sh.others();
-        const msm_shape_t tail = msm_shape(oth, CUZK_TAIL_STRIDE);
+        const size_t g1 = sh.gathered_g1(), g2 = sh.gathered_g2();
+        const msm_shape_t tail = msm_shape(std::max(g1, g2), CUZK_TAIL_STRIDE);
         const size_t nh = sh.domain() - 1;
-        const size_t gathered = (oth + oth / 4) * (sizeof(affine_d) + sizeof(affine2_d));
+        const size_t gathered = (g1 + g1 / 4) * sizeof(affine_d) + (g2 + g2 / 4) * sizeof(affine2_d);
         const msm_shape_t hshape = msm_shape(nh, h_max_stride(streamed, lean), true);
         const size_t h_bufs = streamed ? base_stream_t<affine_d>::bytes_for(
                                              std::min<size_t>(std::max<size_t>(nh, 1),
@@ -208,7 +223,7 @@ struct prove_ws_t {
                msm_ws_t<bucket_t>::bytes_for(hshape, sms) - (lent ? h_temp : 0) +
                msm_ws_t<bucket_t>::bytes_for(tail, sms) +
                msm_ws_t<bucket2_t>::bytes_for(tail, sms) +
-               (lean && tails_fit(sh.domain(), oth + oth / 4, oth + oth / 4) ? 0 : gathered) +
+               (lean && tails_fit(sh.domain(), g1 + g1 / 4, g2 + g2 / 4) ? 0 : gathered) +
                (CUZK_MAX_WINS + 1) * (4 * sizeof(bucket_d) + sizeof(bucket2_d));
     }
 };
@@ -295,7 +310,8 @@ struct cuzk_gpu_rec {
     }
 };
 
-// Recordings take ~45 bytes per constraint (three matrices' columns and codes, row starts).
+// Recordings take ~45 bytes per constraint (three matrices' columns and codes, row starts)
+// unless the caller says (cuzk_gpu_working_bytes): PoSt's Poseidon rows take ~67.
 #define CUZK_REC_BYTES_PER_ROW 45
 // Device memory left free beside the estimate, for the CUDA context and allocation slack.
 #define CUZK_SPARE_BYTES ((size_t)512 << 20)

@@ -540,6 +540,8 @@ fn synthesize_one(
         return Ok(());
     };
     let srs = inner.srs_for(circuits.params_id(), circuits.shape().sector_size)?;
+    // Before the GPUs place the parameters: their plan counts what the kind's witnesses hold.
+    srs.expect_witness_shape(circuits.witness_shape());
     prepare_backends(inner, &srs)?;
     if !check_again {
         wait_for_recording(inner, &circuits, &srs, job, k)?;

@@ -102,6 +102,17 @@ impl CircuitSize {
 /// 0.4-1.6%, in lists grown by doubling from 1.6%; budgeted as 4%.
 pub const WITNESS_OTHERS_ROOM: f64 = 0.04;
 
+/// What a GPU's plan must know of a circuit beyond its size, as its proof kind expects it:
+/// the share of its witnesses' values that are neither 0 nor 1, per 1024 (0: a PoRep
+/// witness's few, 1 in 32 at most), and its recording's bytes a row (0: ~45, PoRep's). A
+/// dense witness (PoSt's Poseidon states) grows the GPU's stages and the tails' gathered
+/// bases far past what PoRep's needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WitnessShape {
+    pub others_per_1024: u32,
+    pub recording_bytes_per_row: u32,
+}
+
 /// Where a partition is proved, which decides what it holds in host memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostPath {
@@ -363,9 +374,24 @@ pub struct Srs {
     /// One host load at a time, held across its wait for memory and its read (tens of seconds
     /// at 32 GiB): readers of `host` (status, admission) do not wait for it.
     loading: Mutex<()>,
+    /// What its jobs' kind expects of its witnesses ([`Srs::expect_witness_shape`]).
+    witness_shape: Mutex<WitnessShape>,
 }
 
 impl Srs {
+    /// A job of this circuit expects `shape` of its witnesses: the largest expectation holds
+    /// (the GPU plans by it when it first places these parameters).
+    pub fn expect_witness_shape(&self, shape: WitnessShape) {
+        let mut s = self.witness_shape.lock();
+        s.others_per_1024 = s.others_per_1024.max(shape.others_per_1024);
+        s.recording_bytes_per_row = s.recording_bytes_per_row.max(shape.recording_bytes_per_row);
+    }
+
+    /// What the circuit's jobs expect of its witnesses (the default until one says).
+    pub fn witness_shape(&self) -> WitnessShape {
+        *self.witness_shape.lock()
+    }
+
     /// Fails if the `.params` file is no longer the one that was checked (call before a
     /// native reader maps or reads it).
     pub fn check_unchanged(&self) -> Result<()> {
@@ -643,6 +669,7 @@ impl SrsCache {
             budget: budget.clone(),
             host: Mutex::new(Host::NotLoaded),
             loading: Mutex::new(()),
+            witness_shape: Mutex::new(WitnessShape::default()),
         })
     }
 }

@@ -231,6 +231,11 @@ pub trait SealCircuits: Send + Sync {
     fn witness_others_room(&self) -> f64 {
         crate::params::WITNESS_OTHERS_ROOM
     }
+    /// What a GPU's plan must know of its witnesses beyond the circuit's size (the default:
+    /// PoRep's, few values neither 0 nor 1, a recording of ~45 bytes a row).
+    fn witness_shape(&self) -> crate::params::WitnessShape {
+        crate::params::WitnessShape::default()
+    }
     /// Public inputs of partition `k`, derived from the job's prover id and sector id.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Reference assignment of partition `k` from bellperson's own `MetricCS` (constraints) and

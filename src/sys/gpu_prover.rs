@@ -41,16 +41,36 @@ const _: () = assert!(std::mem::size_of::<usize>() == 8);
 /// Device memory a GPU needs beside resident parameters to prove a circuit of 2^`lg_domain`
 /// constraints with `n_inputs` inputs and `n_aux` aux variables, `stages` partitions' buffers
 /// at a time, with the plan `flags` ([`PLAN_STREAMED`], [`PLAN_LEAN`], [`PLAN_REC_MAPPED`]):
-/// computed by kernels/ from the sizes it allocates (`cuzk_gpu_working_bytes`).
+/// computed by kernels/ from the sizes it allocates (`cuzk_gpu_working_bytes`). The witnesses'
+/// values neither 0 nor 1 are `others_per_1024` of them (0: 1 in 32, PoRep's few) and the
+/// recording takes `rec_bytes_per_row` bytes a row (0: ~45); `u64::MAX` for a share past 1024
+/// or a domain past the kernels' largest.
 pub fn working_bytes(
     lg_domain: u32,
     n_inputs: usize,
     n_aux: usize,
     stages: usize,
     flags: u32,
+    others_per_1024: u32,
+    rec_bytes_per_row: u32,
 ) -> u64 {
     // SAFETY: arithmetic only; no pointer is passed.
-    unsafe { cuzk_gpu_working_bytes(lg_domain, n_inputs, n_aux, stages, flags) as u64 }
+    let b = unsafe {
+        cuzk_gpu_working_bytes(
+            lg_domain,
+            n_inputs,
+            n_aux,
+            stages,
+            flags,
+            others_per_1024,
+            rec_bytes_per_row,
+        )
+    };
+    if b == usize::MAX {
+        u64::MAX
+    } else {
+        b as u64
+    }
 }
 
 /// Caps the device memory the prover's buffers may hold on GPU `ordinal` (`u64::MAX`: none):

@@ -301,6 +301,8 @@ extern "C" {
         n_aux: usize,
         stages: usize,
         flags: u32,
+        others_per_1024: u32,
+        rec_bytes_per_row: u32,
     ) -> usize;
     pub fn cuzk_gpu_set_mem_cap(ordinal: c_int, bytes: usize) -> c_int;
     pub fn cuzk_gpu_mem_stats(ordinal: c_int, used: *mut usize, peak: *mut usize);
@@ -405,7 +407,8 @@ mod tests {
     #[test]
     fn the_working_set_grows_with_the_circuit_and_the_stages() {
         // SAFETY: arithmetic only, no device needed.
-        let w = |lg, aux, stages| unsafe { cuzk_gpu_working_bytes(lg, 10, aux, stages, 0) } as u64;
+        let w = |lg, aux, stages| unsafe { cuzk_gpu_working_bytes(lg, 10, aux, stages, 0, 0, 0) }
+            as u64;
         let one = w(21, 1 << 21, 1);
         let two = w(21, 1 << 21, 2);
         // A partition's buffers at 2^21: a, b, c alone are 3 x 32 x 2^21 bytes.
@@ -418,11 +421,62 @@ mod tests {
         // sized. The hazard: a larger domain accepted would run the NTT past its twiddles.
         // SAFETY: as above.
         assert_eq!(
-            unsafe { cuzk_gpu_working_bytes(MAX_LG_DOMAIN + 1, 1, 1, 2, 0) },
+            unsafe { cuzk_gpu_working_bytes(MAX_LG_DOMAIN + 1, 1, 1, 2, 0, 0, 0) },
             usize::MAX
         );
         // SAFETY: as above.
-        assert!(unsafe { cuzk_gpu_working_bytes(MAX_LG_DOMAIN, 1, 1, 2, 0) } < usize::MAX);
+        assert!(unsafe { cuzk_gpu_working_bytes(MAX_LG_DOMAIN, 1, 1, 2, 0, 0, 0) } < usize::MAX);
+    }
+
+    /// A 32 GiB WindowPoSt partition (2^27, 126,902,376 aux values, 99.1% of them neither 0
+    /// nor 1, a recording of 67 bytes a row) is sized with its dense witness. The hazard: sized
+    /// by PoRep's 1-in-32 guess, the resident lean plan fits an 80 GB card on paper (the H100
+    /// chose it: 77,445 MiB), then every partition runs out of device memory at its upload and
+    /// waits for room that never comes.
+    #[test]
+    fn a_dense_witness_is_sized_with_its_others_and_its_recording() {
+        let w = |stages, flags, oth, rec| {
+            // SAFETY: arithmetic only, no device needed.
+            let b =
+                unsafe { cuzk_gpu_working_bytes(27, 25_840, 126_902_376, stages, flags, oth, rec) };
+            b as u64
+        };
+        let bases = 60_780_374_232u64; // the WindowPoSt parameter file, resident
+        let guessed = bases + w(2, PLAN_LEAN, 0, 0);
+        let dense = bases + w(2, PLAN_LEAN, 1016, 68);
+        eprintln!("2^27 WindowPoSt, resident lean x2: {guessed} bytes by the guess, {dense} dense");
+        for (stages, flags) in [
+            (2, 0),
+            (1, PLAN_LEAN),
+            (2, PLAN_STREAMED),
+            (2, PLAN_STREAMED | PLAN_LEAN),
+            (1, PLAN_STREAMED | PLAN_LEAN),
+            (1, PLAN_STREAMED | PLAN_LEAN | PLAN_REC_MAPPED),
+        ] {
+            eprintln!(
+                "  dense, {stages} stage(s), flags {flags}: {}",
+                w(stages, flags, 1016, 68)
+            );
+        }
+        assert!(guessed < 80 << 30, "{guessed}");
+        assert!(dense > 80 << 30, "{dense}");
+        // Each of the two counts: the others (the stages' values and scalars, the tails'
+        // bases: tens of GB) and the recording (23 more bytes a row over the domain).
+        assert!(w(2, PLAN_LEAN, 1016, 0) > w(2, PLAN_LEAN, 0, 0) + (20 << 30));
+        assert_eq!(w(2, PLAN_LEAN, 0, 68) - w(2, PLAN_LEAN, 0, 0), 23 << 27);
+        assert_eq!(
+            w(2, PLAN_LEAN | PLAN_REC_MAPPED, 0, 68),
+            w(2, PLAN_LEAN | PLAN_REC_MAPPED, 0, 0)
+        );
+        // 32 per 1024 is the guess's own share: the same size within rounding (the tails'
+        // bases fit the lean working vectors either way).
+        let (at_guess, guess) = (w(2, PLAN_LEAN, 32, 0), w(2, PLAN_LEAN, 0, 0));
+        assert!(
+            at_guess.abs_diff(guess) < guess / 1000,
+            "{at_guess} {guess}"
+        );
+        // A share past the whole is refused.
+        assert_eq!(w(1, 0, 1025, 0), usize::MAX as u64);
     }
 
     /// A 32 GiB partition (2^27) proves in 12 GiB with the lean plan (one lean
@@ -431,9 +485,9 @@ mod tests {
     #[test]
     fn the_lean_plan_fits_a_32gib_partition_in_12_gib() {
         // SAFETY: arithmetic only, no device needed.
-        let w =
-            |stages, flags| unsafe { cuzk_gpu_working_bytes(27, 328, 130_169_893, stages, flags) }
-                as u64;
+        let w = |stages, flags| unsafe {
+            cuzk_gpu_working_bytes(27, 328, 130_169_893, stages, flags, 0, 0)
+        } as u64;
         let resident = w(2, 0);
         let resident_lean = w(2, PLAN_LEAN);
         let full = w(2, PLAN_STREAMED);

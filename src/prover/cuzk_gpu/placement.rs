@@ -401,14 +401,18 @@ impl CuzkGpuProver {
 
 /// Device memory a GPU needs to prove `srs`'s circuit with plan `p` (the parameters too where
 /// resident): computed by kernels/ from the sizes it allocates (`cuzk_gpu_working_bytes`,
-/// kernels/cuzk/buffers.cuh), with the recording and a margin.
+/// kernels/cuzk/buffers.cuh), with the recording and a margin, for the witnesses its jobs'
+/// kind expects ([`Srs::witness_shape`]).
 pub fn plan_bytes(srs: &Srs, p: Plan) -> u64 {
+    let shape = srs.witness_shape();
     let work = gpu_prover::working_bytes(
         srs.size.domain().trailing_zeros(),
         srs.size.inputs,
         srs.size.aux,
         p.stages,
         p.flags(),
+        shape.others_per_1024,
+        shape.recording_bytes_per_row,
     );
     work.saturating_add(if p.streamed { 0 } else { srs.file_len })
 }
