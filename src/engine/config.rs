@@ -303,7 +303,16 @@ impl Config {
 
     /// The configuration with every automatic value replaced by what it resolves to (except
     /// the synthesis nice value, which depends on the provers: [`Config::with_nice_for`]).
-    pub(super) fn resolved(mut self) -> Config {
+    pub(super) fn resolved(self) -> Config {
+        self.resolve_places()
+            .resolve_limits()
+            .resolve_modes()
+            .resolve_gpu_limits()
+            .resolve_recordings()
+    }
+
+    /// Where parameters are, the memory budget, the devices and how a GPU call is made.
+    fn resolve_places(mut self) -> Config {
         if self.params_dir.as_os_str().is_empty() {
             self.params_dir = default_params_dir();
         }
@@ -321,6 +330,11 @@ impl Config {
         if self.gpu_wait_blocking.is_none() {
             self.gpu_wait_blocking = Some(std::env::var("CUZK_GPU_WAIT").as_deref() != Ok("spin"));
         }
+        self
+    }
+
+    /// Synthesis workers, how long and how many jobs are kept, and the devices' cool-down.
+    fn resolve_limits(mut self) -> Config {
         if self.synthesis_workers == 0 {
             let cores = std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -341,6 +355,11 @@ impl Config {
             self.device_cooldown =
                 env_secs("CUZK_DEVICE_COOLDOWN_S").unwrap_or(DEFAULT_DEVICE_COOLDOWN);
         }
+        self
+    }
+
+    /// The synthesis path and where the GPU keeps the parameters.
+    fn resolve_modes(mut self) -> Config {
         if self.synthesis.is_none() {
             self.synthesis = Some(env_choice(
                 "CUZK_SYNTHESIS",
@@ -362,6 +381,12 @@ impl Config {
                 ],
             ));
         }
+        self
+    }
+
+    /// The GPU's memory limit and call watchdog, the recording and room waits, and random
+    /// parameters.
+    fn resolve_gpu_limits(mut self) -> Config {
         if self.gpu_mem_limit.is_none() {
             self.gpu_mem_limit = Some(match std::env::var("CUZK_GPU_MEM_LIMIT") {
                 Ok(v) if !v.trim().is_empty() => parse_bytes(&v).unwrap_or_else(|| {
@@ -401,6 +426,11 @@ impl Config {
                 Ok("1" | "true" | "yes")
             ));
         }
+        self
+    }
+
+    /// Where the circuits' recordings are (the parameter directory once resolved).
+    fn resolve_recordings(mut self) -> Config {
         if self.pce_dir.as_os_str().is_empty() {
             self.pce_dir = std::env::var_os("CUZK_PCE_DIR")
                 .filter(|v| !v.is_empty())

@@ -144,190 +144,257 @@ pub struct EngineStatus {
     pub devices: Vec<DeviceStatus>,
 }
 
+/// One metric of the Prometheus exposition: its name, type, help, and samples (labels, value).
+struct Metric {
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    samples: Vec<(String, f64)>,
+}
+
+impl Metric {
+    fn new(
+        name: &'static str,
+        kind: &'static str,
+        help: &'static str,
+        samples: &[(String, f64)],
+    ) -> Metric {
+        Metric {
+            name,
+            kind,
+            help,
+            samples: samples.to_vec(),
+        }
+    }
+}
+
+/// One unlabelled sample.
+fn one(v: f64) -> Vec<(String, f64)> {
+    vec![(String::new(), v)]
+}
+
 impl EngineStatus {
     /// The status as Prometheus text exposition.
     pub fn prometheus(&self) -> String {
         let mut s = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
-            s.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-            for (labels, v) in samples {
-                s.push_str(&format!("{name}{labels} {v}\n"));
+        let metrics = [
+            self.job_metrics(),
+            self.synthesis_metrics(),
+            self.queue_metrics(),
+            self.class_metrics(),
+            self.device_metrics(),
+        ];
+        for m in metrics.iter().flatten() {
+            s.push_str(&format!(
+                "# HELP {0} {1}\n# TYPE {0} {2}\n",
+                m.name, m.help, m.kind
+            ));
+            for (labels, v) in &m.samples {
+                s.push_str(&format!("{}{labels} {v}\n", m.name));
             }
-        };
-        let one = |v: f64| vec![(String::new(), v)];
-        metric(
-            "cuzk_up",
-            "gauge",
-            "1 while the engine runs.",
-            &one(self.running as u8 as f64),
-        );
-        metric(
-            "cuzk_jobs_completed_total",
-            "counter",
-            "Jobs that returned a verified proof.",
-            &one(self.completed as f64),
-        );
-        metric(
-            "cuzk_jobs_failed_total",
-            "counter",
-            "Jobs that ended with an error.",
-            &one(self.failed as f64),
-        );
-        metric(
-            "cuzk_jobs_cancelled_total",
-            "counter",
-            "Jobs cancelled.",
-            &one(self.cancelled as f64),
-        );
-        metric(
-            "cuzk_partitions_cpu_retried_total",
-            "counter",
-            "Partitions a GPU failed on, proved again on the CPU.",
-            &one(self.cpu_retries as f64),
-        );
-        metric(
-            "cuzk_partitions_bad_proof_total",
-            "counter",
-            "Partitions whose proof failed the self-check, synthesized in full and proved again on the CPU.",
-            &one(self.bad_proofs as f64),
-        );
-        metric(
-            "cuzk_log_records_dropped_total",
-            "counter",
-            "Log records dropped because the host's log callback fell behind.",
-            &one(self.log_records_dropped as f64),
-        );
-        metric(
-            "cuzk_pce_recordings",
-            "gauge",
-            "Recorded circuits in memory.",
-            &one(self.pce_resident as f64),
-        );
-        metric(
-            "cuzk_pce_bytes",
-            "gauge",
-            "Bytes held by recorded circuits (part of the reserved memory).",
-            &one(self.pce_resident_bytes as f64),
-        );
-        metric(
-            "cuzk_pce_events_total",
-            "counter",
-            "Recordings loaded, recorded, files rejected, recordings distrusted, partitions synthesized in full after a wrong assignment, partitions that waited for their recording.",
-            &[
-                ("{event=\"loaded\"}".into(), self.pce_loaded as f64),
-                ("{event=\"recorded\"}".into(), self.pce_recorded as f64),
-                ("{event=\"rejected_file\"}".into(), self.pce_rejected_files as f64),
-                ("{event=\"distrusted\"}".into(), self.pce_distrusted as f64),
-                ("{event=\"fallback\"}".into(), self.pce_fallbacks as f64),
-                ("{event=\"waited\"}".into(), self.recording_waits as f64),
-            ],
-        );
-        metric(
-            "cuzk_pce_circuit_faults_total",
-            "counter",
-            "Circuits whose recording made in this process gave a wrong assignment a second time (full synthesis for them until restart).",
-            &one(self.pce_circuit_faults as f64),
-        );
-        metric(
-            "cuzk_native_witness_total",
-            "counter",
-            "Witnesses made by the native generator, partitions that fell back to witness synthesis, circuits it was distrusted for.",
-            &[
-                ("{event=\"made\"}".into(), self.native_witnesses as f64),
-                ("{event=\"fallback\"}".into(), self.native_fallbacks as f64),
-                ("{event=\"distrusted\"}".into(), self.native_distrusted as f64),
-            ],
-        );
-        metric(
-            "cuzk_jobs_retained",
-            "gauge",
-            "Finished jobs whose result has not been collected yet.",
-            &one(self.jobs_retained as f64),
-        );
-        metric(
-            "cuzk_cpu_retry_queue",
-            "gauge",
-            "Partitions a GPU failed on, waiting for or being proved by the CPU.",
-            &one(self.cpu_retry_queue as f64),
-        );
-        metric(
-            "cuzk_timeline_events_dropped_total",
-            "counter",
-            "Timeline events dropped because the callbacks fell behind.",
-            &one(self.timeline_events_dropped as f64),
-        );
-        metric(
-            "cuzk_jobs_in_flight",
-            "gauge",
-            "Jobs submitted and not finished.",
-            &one(self.jobs_in_flight as f64),
-        );
-        metric(
-            "cuzk_partitions",
-            "gauge",
-            "Partitions by state.",
-            &[
-                ("{state=\"queued\"}".into(), self.synthesis_queue as f64),
-                ("{state=\"synthesizing\"}".into(), self.synthesizing as f64),
-                ("{state=\"ready\"}".into(), self.prover_queue as f64),
-                ("{state=\"proving\"}".into(), self.proving as f64),
-            ],
-        );
-        metric(
-            "cuzk_memory_budget_bytes",
-            "gauge",
-            "Memory budget.",
-            &one(self.memory_budget as f64),
-        );
-        metric(
-            "cuzk_memory_reserved_bytes",
-            "gauge",
-            "Memory reserved now.",
-            &one(self.memory_reserved as f64),
-        );
-        metric(
-            "cuzk_memory_reserved_peak_bytes",
-            "gauge",
-            "Highest reservation.",
-            &one(self.memory_peak as f64),
-        );
-        metric(
-            "cuzk_params_resident",
-            "gauge",
-            "Parameter sets in memory.",
-            &one(self.resident_params.len() as f64),
-        );
+        }
+        s
+    }
+
+    /// Jobs, and the faults partitions met.
+    fn job_metrics(&self) -> Vec<Metric> {
+        vec![
+            Metric::new(
+                "cuzk_up",
+                "gauge",
+                "1 while the engine runs.",
+                &one(self.running as u8 as f64),
+            ),
+            Metric::new(
+                "cuzk_jobs_completed_total",
+                "counter",
+                "Jobs that returned a verified proof.",
+                &one(self.completed as f64),
+            ),
+            Metric::new(
+                "cuzk_jobs_failed_total",
+                "counter",
+                "Jobs that ended with an error.",
+                &one(self.failed as f64),
+            ),
+            Metric::new(
+                "cuzk_jobs_cancelled_total",
+                "counter",
+                "Jobs cancelled.",
+                &one(self.cancelled as f64),
+            ),
+            Metric::new(
+                "cuzk_partitions_cpu_retried_total",
+                "counter",
+                "Partitions a GPU failed on, proved again on the CPU.",
+                &one(self.cpu_retries as f64),
+            ),
+            Metric::new(
+                "cuzk_partitions_bad_proof_total",
+                "counter",
+                "Partitions whose proof failed the self-check, synthesized in full and proved again on the CPU.",
+                &one(self.bad_proofs as f64),
+            ),
+            Metric::new(
+                "cuzk_log_records_dropped_total",
+                "counter",
+                "Log records dropped because the host's log callback fell behind.",
+                &one(self.log_records_dropped as f64),
+            ),
+        ]
+    }
+
+    /// Recordings, native witnesses, results kept, the CPU retries and dropped events.
+    fn synthesis_metrics(&self) -> Vec<Metric> {
+        vec![
+            Metric::new(
+                "cuzk_pce_recordings",
+                "gauge",
+                "Recorded circuits in memory.",
+                &one(self.pce_resident as f64),
+            ),
+            Metric::new(
+                "cuzk_pce_bytes",
+                "gauge",
+                "Bytes held by recorded circuits (part of the reserved memory).",
+                &one(self.pce_resident_bytes as f64),
+            ),
+            Metric::new(
+                "cuzk_pce_events_total",
+                "counter",
+                "Recordings loaded, recorded, files rejected, recordings distrusted, partitions synthesized in full after a wrong assignment, partitions that waited for their recording.",
+                &[
+                    ("{event=\"loaded\"}".into(), self.pce_loaded as f64),
+                    ("{event=\"recorded\"}".into(), self.pce_recorded as f64),
+                    ("{event=\"rejected_file\"}".into(), self.pce_rejected_files as f64),
+                    ("{event=\"distrusted\"}".into(), self.pce_distrusted as f64),
+                    ("{event=\"fallback\"}".into(), self.pce_fallbacks as f64),
+                    ("{event=\"waited\"}".into(), self.recording_waits as f64),
+                ],
+            ),
+            Metric::new(
+                "cuzk_pce_circuit_faults_total",
+                "counter",
+                "Circuits whose recording made in this process gave a wrong assignment a second time (full synthesis for them until restart).",
+                &one(self.pce_circuit_faults as f64),
+            ),
+            Metric::new(
+                "cuzk_native_witness_total",
+                "counter",
+                "Witnesses made by the native generator, partitions that fell back to witness synthesis, circuits it was distrusted for.",
+                &[
+                    ("{event=\"made\"}".into(), self.native_witnesses as f64),
+                    ("{event=\"fallback\"}".into(), self.native_fallbacks as f64),
+                    ("{event=\"distrusted\"}".into(), self.native_distrusted as f64),
+                ],
+            ),
+            Metric::new(
+                "cuzk_jobs_retained",
+                "gauge",
+                "Finished jobs whose result has not been collected yet.",
+                &one(self.jobs_retained as f64),
+            ),
+            Metric::new(
+                "cuzk_cpu_retry_queue",
+                "gauge",
+                "Partitions a GPU failed on, waiting for or being proved by the CPU.",
+                &one(self.cpu_retry_queue as f64),
+            ),
+            Metric::new(
+                "cuzk_timeline_events_dropped_total",
+                "counter",
+                "Timeline events dropped because the callbacks fell behind.",
+                &one(self.timeline_events_dropped as f64),
+            ),
+        ]
+    }
+
+    /// Jobs and partitions in flight, and the memory budget.
+    fn queue_metrics(&self) -> Vec<Metric> {
+        vec![
+            Metric::new(
+                "cuzk_jobs_in_flight",
+                "gauge",
+                "Jobs submitted and not finished.",
+                &one(self.jobs_in_flight as f64),
+            ),
+            Metric::new(
+                "cuzk_partitions",
+                "gauge",
+                "Partitions by state.",
+                &[
+                    ("{state=\"queued\"}".into(), self.synthesis_queue as f64),
+                    ("{state=\"synthesizing\"}".into(), self.synthesizing as f64),
+                    ("{state=\"ready\"}".into(), self.prover_queue as f64),
+                    ("{state=\"proving\"}".into(), self.proving as f64),
+                ],
+            ),
+            Metric::new(
+                "cuzk_memory_budget_bytes",
+                "gauge",
+                "Memory budget.",
+                &one(self.memory_budget as f64),
+            ),
+            Metric::new(
+                "cuzk_memory_reserved_bytes",
+                "gauge",
+                "Memory reserved now.",
+                &one(self.memory_reserved as f64),
+            ),
+            Metric::new(
+                "cuzk_memory_reserved_peak_bytes",
+                "gauge",
+                "Highest reservation.",
+                &one(self.memory_peak as f64),
+            ),
+            Metric::new(
+                "cuzk_params_resident",
+                "gauge",
+                "Parameter sets in memory.",
+                &one(self.resident_params.len() as f64),
+            ),
+        ]
+    }
+
+    /// Per deadline class, and the parameter sets a CPU fallback could not hold.
+    fn class_metrics(&self) -> Vec<Metric> {
         let class = |f: &dyn Fn(&ClassStatus) -> Option<f64>| -> Vec<(String, f64)> {
             self.classes
                 .iter()
                 .filter_map(|c| f(c).map(|v| (format!("{{class=\"{}\"}}", c.class), v)))
                 .collect()
         };
-        metric(
-            "cuzk_class_queued_partitions",
-            "gauge",
-            "Partitions of the class waiting for a synthesis worker or a prover.",
-            &class(&|c| Some(c.queued as f64)),
-        );
-        metric(
-            "cuzk_class_jobs_done_total",
-            "counter",
-            "Jobs of the class completed.",
-            &class(&|c| Some(c.jobs_done as f64)),
-        );
-        metric(
-            "cuzk_class_latency_p99_seconds",
-            "gauge",
-            "99th percentile of submission to result over the class's latest completed jobs.",
-            &class(&|c| c.p99_ms.map(|ms| ms as f64 / 1e3)),
-        );
-        metric(
-            "cuzk_params_cpu_fallback_unfit",
-            "gauge",
-            "Parameter sets whose partitions could not be proved on the CPU beside the memory \
-             held now (a fallback from the GPUs would fail).",
-            &one(self.cpu_fallback_unfit.len() as f64),
-        );
+        vec![
+            Metric::new(
+                "cuzk_class_queued_partitions",
+                "gauge",
+                "Partitions of the class waiting for a synthesis worker or a prover.",
+                &class(&|c| Some(c.queued as f64)),
+            ),
+            Metric::new(
+                "cuzk_class_jobs_done_total",
+                "counter",
+                "Jobs of the class completed.",
+                &class(&|c| Some(c.jobs_done as f64)),
+            ),
+            Metric::new(
+                "cuzk_class_latency_p99_seconds",
+                "gauge",
+                "99th percentile of submission to result over the class's latest completed jobs.",
+                &class(&|c| c.p99_ms.map(|ms| ms as f64 / 1e3)),
+            ),
+            Metric::new(
+                "cuzk_params_cpu_fallback_unfit",
+                "gauge",
+                "Parameter sets whose partitions could not be proved on the CPU beside the memory \
+                 held now (a fallback from the GPUs would fail).",
+                &one(self.cpu_fallback_unfit.len() as f64),
+            ),
+        ]
+    }
+
+    /// Per prover device.
+    fn device_metrics(&self) -> Vec<Metric> {
         let dev = |f: &dyn Fn(&DeviceStatus) -> f64| -> Vec<(String, f64)> {
             self.devices
                 .iter()
@@ -335,74 +402,75 @@ impl EngineStatus {
                 .map(|(i, d)| (format!("{{device=\"{i}\",name=\"{}\"}}", d.name), f(d)))
                 .collect()
         };
-        metric(
-            "cuzk_device_busy",
-            "gauge",
-            "1 while the device proves a partition.",
-            &dev(&|d| d.current.is_some() as u8 as f64),
-        );
-        metric(
-            "cuzk_device_enabled",
-            "gauge",
-            "1 while the device is in service.",
-            &dev(&|d| d.enabled as u8 as f64),
-        );
-        metric(
-            "cuzk_device_consecutive_failures",
-            "gauge",
-            "Prover calls failed in a row on the device (3 take it out of service).",
-            &dev(&|d| d.consecutive_failures as f64),
-        );
-        metric(
-            "cuzk_device_failed_calls_total",
-            "counter",
-            "Prover calls that failed on the device.",
-            &dev(&|d| d.failed_calls as f64),
-        );
-        metric(
-            "cuzk_device_no_room_total",
-            "counter",
-            "Partitions the device had no device memory for at that moment (they wait for its room, then go elsewhere).",
-            &dev(&|d| d.no_room as f64),
-        );
-        metric(
-            "cuzk_device_passed_over_total",
-            "counter",
-            "Partitions the device can never take (a card too small for the circuit, a plan of compact witnesses only), proved elsewhere.",
-            &dev(&|d| d.passed_over as f64),
-        );
-        metric(
-            "cuzk_device_room_waits_total",
-            "counter",
-            "Partitions put back in the queue to wait for the device's room (another process held its memory).",
-            &dev(&|d| d.room_waits as f64),
-        );
-        metric(
-            "cuzk_device_waiting_for_room_seconds",
-            "gauge",
-            "How long the device has been waiting for room (0 while it is not).",
-            &dev(&|d| d.waiting_for_room_ms.unwrap_or(0) as f64 / 1e3),
-        );
-        metric(
-            "cuzk_device_hung_calls_total",
-            "counter",
-            "Calls the watchdog gave up on (far past their expected time); their partitions \
-             were synthesized again for the other devices.",
-            &dev(&|d| d.hung_calls as f64),
-        );
-        metric(
-            "cuzk_device_readmissions_total",
-            "counter",
-            "Times the device was put back in service after a passed probe.",
-            &dev(&|d| d.readmissions as f64),
-        );
-        metric(
-            "cuzk_device_partitions_total",
-            "counter",
-            "Partitions proved by the device.",
-            &dev(&|d| d.partitions_proved as f64),
-        );
-        s
+        vec![
+            Metric::new(
+                "cuzk_device_busy",
+                "gauge",
+                "1 while the device proves a partition.",
+                &dev(&|d| d.current.is_some() as u8 as f64),
+            ),
+            Metric::new(
+                "cuzk_device_enabled",
+                "gauge",
+                "1 while the device is in service.",
+                &dev(&|d| d.enabled as u8 as f64),
+            ),
+            Metric::new(
+                "cuzk_device_consecutive_failures",
+                "gauge",
+                "Prover calls failed in a row on the device (3 take it out of service).",
+                &dev(&|d| d.consecutive_failures as f64),
+            ),
+            Metric::new(
+                "cuzk_device_failed_calls_total",
+                "counter",
+                "Prover calls that failed on the device.",
+                &dev(&|d| d.failed_calls as f64),
+            ),
+            Metric::new(
+                "cuzk_device_no_room_total",
+                "counter",
+                "Partitions the device had no device memory for at that moment (they wait for its room, then go elsewhere).",
+                &dev(&|d| d.no_room as f64),
+            ),
+            Metric::new(
+                "cuzk_device_passed_over_total",
+                "counter",
+                "Partitions the device can never take (a card too small for the circuit, a plan of compact witnesses only), proved elsewhere.",
+                &dev(&|d| d.passed_over as f64),
+            ),
+            Metric::new(
+                "cuzk_device_room_waits_total",
+                "counter",
+                "Partitions put back in the queue to wait for the device's room (another process held its memory).",
+                &dev(&|d| d.room_waits as f64),
+            ),
+            Metric::new(
+                "cuzk_device_waiting_for_room_seconds",
+                "gauge",
+                "How long the device has been waiting for room (0 while it is not).",
+                &dev(&|d| d.waiting_for_room_ms.unwrap_or(0) as f64 / 1e3),
+            ),
+            Metric::new(
+                "cuzk_device_hung_calls_total",
+                "counter",
+                "Calls the watchdog gave up on (far past their expected time); their partitions \
+                 were synthesized again for the other devices.",
+                &dev(&|d| d.hung_calls as f64),
+            ),
+            Metric::new(
+                "cuzk_device_readmissions_total",
+                "counter",
+                "Times the device was put back in service after a passed probe.",
+                &dev(&|d| d.readmissions as f64),
+            ),
+            Metric::new(
+                "cuzk_device_partitions_total",
+                "counter",
+                "Partitions proved by the device.",
+                &dev(&|d| d.partitions_proved as f64),
+            ),
+        ]
     }
 }
 
@@ -497,5 +565,63 @@ impl Engine {
                 .collect(),
             devices,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exposition a scraper reads: each metric once, its HELP and TYPE before its samples,
+    /// every sample line `name{labels} value` of a declared metric. The hazard: a metric
+    /// declared twice or a sample without its TYPE makes Prometheus reject the whole scrape.
+    #[test]
+    fn the_exposition_declares_each_metric_once_before_its_samples() {
+        let st = EngineStatus {
+            running: true,
+            completed: 3,
+            classes: vec![ClassStatus {
+                class: "window_post",
+                p99_ms: Some(1500),
+                ..Default::default()
+            }],
+            devices: vec![DeviceStatus {
+                name: "cuda:0".into(),
+                enabled: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let text = st.prometheus();
+        let mut declared: Vec<&str> = Vec::new();
+        let mut samples = 0;
+        let mut lines = text.lines().peekable();
+        while let Some(l) = lines.next() {
+            if let Some(rest) = l.strip_prefix("# HELP ") {
+                let name = rest.split(' ').next().unwrap();
+                assert!(!declared.contains(&name), "{name} declared twice");
+                let ty = lines.next().unwrap();
+                assert!(
+                    ty == format!("# TYPE {name} gauge") || ty == format!("# TYPE {name} counter"),
+                    "{ty}"
+                );
+                declared.push(name);
+                continue;
+            }
+            let (series, value) = l.rsplit_once(' ').unwrap();
+            let name = series.split('{').next().unwrap();
+            assert_eq!(
+                Some(&name),
+                declared.last(),
+                "{l}: a sample of another metric"
+            );
+            value.parse::<f64>().unwrap();
+            samples += 1;
+        }
+        assert_eq!(declared.len(), 36, "{declared:?}");
+        assert!(text.contains("\ncuzk_up 1\n") && text.contains("cuzk_jobs_completed_total 3\n"));
+        assert!(text.contains("cuzk_class_latency_p99_seconds{class=\"window_post\"} 1.5\n"));
+        assert!(text.contains("cuzk_device_enabled{device=\"0\",name=\"cuda:0\"} 1\n"));
+        assert!(samples > 40, "{samples}");
     }
 }

@@ -207,10 +207,77 @@ struct FallbackPost<Tree: 'static + MerkleTreeTrait> {
     proofs: Vec<fallback::Proof<Tree::Proof>>,
 }
 
+/// The job's circuits from its request: the vanilla proofs parsed and checked as
+/// filecoin-proofs checks them, then split into partitions.
 fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
     req: &PostRequest,
 ) -> Result<Arc<dyn SealCircuits>> {
     let config = req.proof.as_v1_config();
+    let sectors = parse_sectors::<Tree>(req)?;
+    let randomness: Domain<Tree> = as_safe_commitment(&req.randomness, "randomness")
+        .map_err(|e| Error::from_anyhow(Status::InvalidArgument, "randomness", e))?;
+    let prover_id: Domain<Tree> = as_safe_commitment(&req.prover_id, "prover_id")
+        .map_err(|e| Error::from_anyhow(Status::InvalidArgument, "prover id", e))?;
+    let partitions = partition_count(req, &config, sectors.len())?;
+    let setup = compound_proof::SetupParams {
+        vanilla_params: vanilla_params(&config)?,
+        partitions: (partitions > 1).then_some(partitions),
+        priority: config.priority,
+    };
+    let pub_params = FallbackPoStCompound::<Tree>::setup(&setup)
+        .map_err(|e| Error::from_anyhow(Status::Internal, "PoSt public parameters", e))?;
+    let pub_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors: sectors
+            .iter()
+            .map(|p| PublicSector {
+                id: p.sector_id,
+                comm_r: p.comm_r,
+            })
+            .collect(),
+        k: req.partition,
+    };
+    let proofs = checked_partitions(
+        req,
+        &config,
+        &pub_params.vanilla_params,
+        &pub_inputs,
+        partitions,
+        &sectors,
+    )?;
+    // WinningPoSt's circuit takes its one sector's challenges as that many one-challenge
+    // sectors: its public inputs are the sector repeated (as filecoin-proofs' verifier
+    // builds them), not padded from one.
+    let pub_inputs = if config.typ == PoStType::Winning {
+        let n = pub_params.vanilla_params.sector_count;
+        fallback::PublicInputs {
+            sectors: vec![pub_inputs.sectors[0].clone(); n],
+            ..pub_inputs
+        }
+    } else {
+        pub_inputs
+    };
+    let params_id = cache_id::<Tree>(&pub_params.vanilla_params);
+    Ok(Arc::new(FallbackPost::<Tree> {
+        shape: Shape {
+            sector_size: u64::from(req.proof.sector_size()),
+            partitions: proofs.len(),
+            challenges_per_partition: config.challenge_count * config.sector_count,
+            layers: 0,
+        },
+        params_id,
+        pub_params: pub_params.vanilla_params,
+        pub_inputs,
+        proofs,
+    }))
+}
+
+/// The request's vanilla proofs, parsed (INVALID_INPUT where one does not parse or a sector
+/// has two).
+fn parse_sectors<Tree: 'static + MerkleTreeTrait>(
+    req: &PostRequest,
+) -> Result<Vec<FallbackPoStSectorProof<Tree>>> {
     let sectors: Vec<FallbackPoStSectorProof<Tree>> = req
         .vanilla_proofs
         .iter()
@@ -233,103 +300,57 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
             )));
         }
     }
-    let randomness: Domain<Tree> = as_safe_commitment(&req.randomness, "randomness")
-        .map_err(|e| Error::from_anyhow(Status::InvalidArgument, "randomness", e))?;
-    let prover_id: Domain<Tree> = as_safe_commitment(&req.prover_id, "prover_id")
-        .map_err(|e| Error::from_anyhow(Status::InvalidArgument, "prover id", e))?;
+    Ok(sectors)
+}
+
+/// Partitions the job proves for `n` sectors: WinningPoSt's one (of exactly its sectors), one
+/// WindowPoSt partition asked for (at most a partition's sectors), or every one.
+fn partition_count(req: &PostRequest, config: &PoStConfig, n: usize) -> Result<usize> {
     let per_partition = config.sector_count;
-    let partitions = match (&config.typ, req.partition) {
+    Ok(match (&config.typ, req.partition) {
         (PoStType::Winning, _) => {
-            if sectors.len() != per_partition {
+            if n != per_partition {
                 return Err(Error::invalid_input(format!(
-                    "{:?} proves {per_partition} sector(s), {} vanilla proofs were given",
-                    req.proof,
-                    sectors.len()
+                    "{:?} proves {per_partition} sector(s), {n} vanilla proofs were given",
+                    req.proof
                 )));
             }
             1
         }
         (PoStType::Window, Some(_)) => {
-            if sectors.len() > per_partition {
+            if n > per_partition {
                 return Err(Error::invalid_input(format!(
-                    "a {:?} partition holds {per_partition} sectors, {} vanilla proofs were given",
-                    req.proof,
-                    sectors.len()
+                    "a {:?} partition holds {per_partition} sectors, {n} vanilla proofs were given",
+                    req.proof
                 )));
             }
             1
         }
-        (PoStType::Window, None) => sectors.len().div_ceil(per_partition),
-    };
-    let setup = compound_proof::SetupParams {
-        vanilla_params: vanilla_params(&config)?,
-        partitions: (partitions > 1).then_some(partitions),
-        priority: config.priority,
-    };
-    let pub_params = FallbackPoStCompound::<Tree>::setup(&setup)
-        .map_err(|e| Error::from_anyhow(Status::Internal, "PoSt public parameters", e))?;
-    let pub_inputs = fallback::PublicInputs {
-        randomness,
-        prover_id,
-        sectors: sectors
-            .iter()
-            .map(|p| PublicSector {
-                id: p.sector_id,
-                comm_r: p.comm_r,
-            })
-            .collect(),
-        k: req.partition,
-    };
-    // filecoin-proofs' own split and check of the vanilla proofs: both verify every proof
-    // against the randomness and its sector (one partition: as partition k of the sectors
-    // given, as filecoin-proofs' verifier takes it).
+        (PoStType::Window, None) => n.div_ceil(per_partition),
+    })
+}
+
+/// Each partition's vanilla proof by filecoin-proofs' own split and check: both verify every
+/// proof against the randomness and its sector (one partition asked for: as partition k of the
+/// sectors given, as filecoin-proofs' verifier takes it). INVALID_INPUT where one fails.
+fn checked_partitions<Tree: 'static + MerkleTreeTrait>(
+    req: &PostRequest,
+    config: &PoStConfig,
+    vanilla: &fallback::PublicParams,
+    pub_inputs: &fallback::PublicInputs<Domain<Tree>>,
+    partitions: usize,
+    sectors: &[FallbackPoStSectorProof<Tree>],
+) -> Result<Vec<fallback::Proof<Tree::Proof>>> {
     let bad = |e| Error::from_anyhow(Status::InvalidInput, "the vanilla proofs", e);
-    let proofs = catch("checking the vanilla proofs", Status::InvalidInput, || {
+    catch("checking the vanilla proofs", Status::InvalidInput, || {
         if req.partition.is_some() {
-            single_partition_vanilla_proofs(
-                &config,
-                &pub_params.vanilla_params,
-                &pub_inputs,
-                &sectors,
-            )
-            .map(|p| vec![p])
-            .map_err(bad)
+            single_partition_vanilla_proofs(config, vanilla, pub_inputs, sectors)
+                .map(|p| vec![p])
+                .map_err(bad)
         } else {
-            partition_vanilla_proofs(
-                &config,
-                &pub_params.vanilla_params,
-                &pub_inputs,
-                partitions,
-                &sectors,
-            )
-            .map_err(bad)
+            partition_vanilla_proofs(config, vanilla, pub_inputs, partitions, sectors).map_err(bad)
         }
-    })?;
-    // WinningPoSt's circuit takes its one sector's challenges as that many one-challenge
-    // sectors: its public inputs are the sector repeated (as filecoin-proofs' verifier
-    // builds them), not padded from one.
-    let pub_inputs = if config.typ == PoStType::Winning {
-        let n = pub_params.vanilla_params.sector_count;
-        fallback::PublicInputs {
-            sectors: vec![pub_inputs.sectors[0].clone(); n],
-            ..pub_inputs
-        }
-    } else {
-        pub_inputs
-    };
-    let params_id = cache_id::<Tree>(&pub_params.vanilla_params);
-    Ok(Arc::new(FallbackPost::<Tree> {
-        shape: Shape {
-            sector_size: u64::from(req.proof.sector_size()),
-            partitions: proofs.len(),
-            challenges_per_partition: config.challenge_count * per_partition,
-            layers: 0,
-        },
-        params_id,
-        pub_params: pub_params.vanilla_params,
-        pub_inputs,
-        proofs,
-    }))
+    })
 }
 
 impl<Tree: 'static + MerkleTreeTrait> FallbackPost<Tree> {

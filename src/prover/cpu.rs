@@ -8,9 +8,9 @@ use bellperson::{
     domain::EvaluationDomain,
     gpu::{LockedFftKernel, LockedMultiexpKernel},
     groth16::{Parameters, Proof},
-    multiexp::multiexp,
+    multiexp::{multiexp, DensityTracker},
 };
-use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ec_gpu_gen::{multiexp_cpu::FullDensity, threadpool::Worker};
 use ff::PrimeField;
 use rayon::prelude::*;
@@ -126,90 +126,111 @@ impl CpuProver {
         let aux: Arc<Vec<_>> = Arc::new(aux_assignment.par_iter().map(|s| s.to_repr()).collect());
         drop(aux_assignment);
 
-        let mut g1k = LockedMultiexpKernel::<G1Affine>::new(false);
-        let mut g2k = LockedMultiexpKernel::<G2Affine>::new(false);
-        let a_aux_density = Arc::new(a_aux_density);
-        let b_input_density = Arc::new(b_input_density);
-        let b_aux_density = Arc::new(b_aux_density);
-        let n_inputs = inputs.len();
-        let a_aux_total = a_aux_density.get_total_density();
-        let b_in_total = b_input_density.get_total_density();
-        let b_aux_total = b_aux_density.get_total_density();
-
-        // a and b bases hold exactly inputs + dense aux points.
-        if params.a.len() != n_inputs + a_aux_total || params.b_g2.len() != b_in_total + b_aux_total
-        {
-            return Err(Error::invalid_input(
-                "query densities do not match the parameters (different circuit?)",
-            ));
-        }
-        // Bases: h, l; a = [inputs | aux restricted to the A density]; likewise b_g1 / b_g2.
-        let h = multiexp(
+        let (h, l, a_sum, b1_sum, b2_sum) = multiexps(
             &worker,
-            (params.h.clone(), 0),
-            FullDensity,
+            params,
             h_exps,
-            &mut g1k,
-        )
-        .wait()
-        .map_err(ec)?;
-        let l = multiexp(
-            &worker,
-            (params.l.clone(), 0),
-            FullDensity,
-            aux.clone(),
-            &mut g1k,
-        )
-        .wait()
-        .map_err(ec)?;
-        let a_in = multiexp(
-            &worker,
-            (params.a.clone(), 0),
-            FullDensity,
-            inputs.clone(),
-            &mut g1k,
-        );
-        let a_aux = multiexp(
-            &worker,
-            (params.a.clone(), n_inputs),
-            a_aux_density,
-            aux.clone(),
-            &mut g1k,
-        );
-        let a_sum = a_in.wait().map_err(ec)? + a_aux.wait().map_err(ec)?;
-        let b1_in = multiexp(
-            &worker,
-            (params.b_g1.clone(), 0),
-            b_input_density.clone(),
-            inputs.clone(),
-            &mut g1k,
-        );
-        let b1_aux = multiexp(
-            &worker,
-            (params.b_g1.clone(), b_in_total),
-            b_aux_density.clone(),
-            aux.clone(),
-            &mut g1k,
-        );
-        let b1_sum = b1_in.wait().map_err(ec)? + b1_aux.wait().map_err(ec)?;
-        let b2_in = multiexp(
-            &worker,
-            (params.b_g2.clone(), 0),
-            b_input_density,
             inputs,
-            &mut g2k,
-        );
-        let b2_aux = multiexp(
-            &worker,
-            (params.b_g2.clone(), b_in_total),
-            b_aux_density,
             aux,
-            &mut g2k,
-        );
-        let b2_sum = b2_in.wait().map_err(ec)? + b2_aux.wait().map_err(ec)?;
+            [a_aux_density, b_input_density, b_aux_density],
+        )?;
         times.msm_ms = t.elapsed().as_secs_f64() * 1e3;
         assemble_proof(&params.vk, r, s, h, l, a_sum, b1_sum, b2_sum)
     }
+}
+
+type Repr = <Fr as PrimeField>::Repr;
+
+/// The proof's five multi-exponentiations over `params`' bases: h over the h polynomial's
+/// coefficients, l over the aux values, and a, b_g1 and b_g2 over the inputs and the aux values
+/// their densities mark (`densities`: A's aux, B's inputs, B's aux).
+fn multiexps(
+    worker: &Worker,
+    params: &Parameters<Bls12>,
+    h_exps: Arc<Vec<Repr>>,
+    inputs: Arc<Vec<Repr>>,
+    aux: Arc<Vec<Repr>>,
+    densities: [DensityTracker; 3],
+) -> Result<(
+    G1Projective,
+    G1Projective,
+    G1Projective,
+    G1Projective,
+    G2Projective,
+)> {
+    let mut g1k = LockedMultiexpKernel::<G1Affine>::new(false);
+    let mut g2k = LockedMultiexpKernel::<G2Affine>::new(false);
+    let [a_aux_density, b_input_density, b_aux_density] = densities.map(Arc::new);
+    let n_inputs = inputs.len();
+    let a_aux_total = a_aux_density.get_total_density();
+    let b_in_total = b_input_density.get_total_density();
+    let b_aux_total = b_aux_density.get_total_density();
+
+    // a and b bases hold exactly inputs + dense aux points.
+    if params.a.len() != n_inputs + a_aux_total || params.b_g2.len() != b_in_total + b_aux_total {
+        return Err(Error::invalid_input(
+            "query densities do not match the parameters (different circuit?)",
+        ));
+    }
+    // Bases: h, l; a = [inputs | aux restricted to the A density]; likewise b_g1 / b_g2.
+    let h = multiexp(worker, (params.h.clone(), 0), FullDensity, h_exps, &mut g1k)
+        .wait()
+        .map_err(ec)?;
+    let l = multiexp(
+        worker,
+        (params.l.clone(), 0),
+        FullDensity,
+        aux.clone(),
+        &mut g1k,
+    )
+    .wait()
+    .map_err(ec)?;
+    let a_in = multiexp(
+        worker,
+        (params.a.clone(), 0),
+        FullDensity,
+        inputs.clone(),
+        &mut g1k,
+    );
+    let a_aux = multiexp(
+        worker,
+        (params.a.clone(), n_inputs),
+        a_aux_density,
+        aux.clone(),
+        &mut g1k,
+    );
+    let a_sum = a_in.wait().map_err(ec)? + a_aux.wait().map_err(ec)?;
+    let b1_in = multiexp(
+        worker,
+        (params.b_g1.clone(), 0),
+        b_input_density.clone(),
+        inputs.clone(),
+        &mut g1k,
+    );
+    let b1_aux = multiexp(
+        worker,
+        (params.b_g1.clone(), b_in_total),
+        b_aux_density.clone(),
+        aux.clone(),
+        &mut g1k,
+    );
+    let b1_sum = b1_in.wait().map_err(ec)? + b1_aux.wait().map_err(ec)?;
+    let b2_in = multiexp(
+        worker,
+        (params.b_g2.clone(), 0),
+        b_input_density,
+        inputs,
+        &mut g2k,
+    );
+    let b2_aux = multiexp(
+        worker,
+        (params.b_g2.clone(), b_in_total),
+        b_aux_density,
+        aux,
+        &mut g2k,
+    );
+    let b2_sum = b2_in.wait().map_err(ec)? + b2_aux.wait().map_err(ec)?;
+    Ok((h, l, a_sum, b1_sum, b2_sum))
 }
 
 #[cfg(test)]
