@@ -312,6 +312,16 @@ pub enum LoadError {
     Bad(String),
 }
 
+/// A recording file's sizes, from its header: inputs, aux values, rows, dictionary entries,
+/// and each matrix's terms.
+struct Header {
+    inputs: usize,
+    aux: usize,
+    rows: usize,
+    dict: usize,
+    terms: [u64; 3],
+}
+
 /// Reads the recording of circuit `id` from `src`; `expect` (inputs, aux), where known from
 /// the parameters, must match.
 pub fn load(src: &Path, id: &str, expect: Option<(usize, usize)>) -> Result<Recording, LoadError> {
@@ -330,37 +340,54 @@ pub fn load(src: &Path, id: &str, expect: Option<(usize, usize)>) -> Result<Reco
         .len();
     let mut r = Hashing::new(BufReader::with_capacity(BLOCK, file));
     let io = |e: std::io::Error| bad(format!("truncated or unreadable ({e})"));
+    let h = read_header(&mut r, id, actual_len, expect)
+        .map_err(io)?
+        .map_err(bad)?;
+    let rec = read_body(&mut r, id, &h).map_err(io)?.map_err(bad)?;
+    rec.check().map_err(bad)?;
+    Ok(rec)
+}
+
+/// The header of a recording of circuit `id` in a file of `actual_len` bytes: its magic,
+/// format version, circuit id and sizes checked (the sizes against the file's length and
+/// `expect`, the parameters' inputs and aux values). The inner error says why it is bad.
+fn read_header<R: Read>(
+    r: &mut Hashing<R>,
+    id: &str,
+    actual_len: u64,
+    expect: Option<(usize, usize)>,
+) -> std::io::Result<Result<Header, String>> {
     let mut magic = [0u8; 8];
-    r.take(&mut magic).map_err(io)?;
+    r.take(&mut magic)?;
     if &magic != MAGIC {
-        return Err(bad("not a cuzk recording (bad magic)".into()));
+        return Ok(Err("not a cuzk recording (bad magic)".into()));
     }
-    let version = r.u32().map_err(io)?;
+    let version = r.u32()?;
     if version != FORMAT_VERSION {
-        return Err(bad(format!(
+        return Ok(Err(format!(
             "format version {version}, this build reads {FORMAT_VERSION}"
         )));
     }
-    r.u32().map_err(io)?;
-    let id_len = r.u32().map_err(io)? as usize;
+    r.u32()?;
+    let id_len = r.u32()? as usize;
     if id_len > 4096 {
-        return Err(bad("bad circuit id length".into()));
+        return Ok(Err("bad circuit id length".into()));
     }
     let mut id_bytes = vec![0u8; id_len];
-    r.take(&mut id_bytes).map_err(io)?;
+    r.take(&mut id_bytes)?;
     if id_bytes != id.as_bytes() {
-        return Err(bad(format!(
+        return Ok(Err(format!(
             "recorded for circuit {}, not {id}",
             String::from_utf8_lossy(&id_bytes)
         )));
     }
     let mut n = [0u64; 7];
     for v in n.iter_mut() {
-        *v = r.u64().map_err(io)?;
+        *v = r.u64()?;
     }
     let [inputs, aux, rows, dict, ta, tb, tc] = n;
     if file_len(id_len as u64, n) != Some(actual_len) {
-        return Err(bad(format!(
+        return Ok(Err(format!(
             "{actual_len} bytes, its header implies {} (truncated or corrupted)",
             file_len(id_len as u64, n).map_or("an impossible size".into(), |l| l.to_string())
         )));
@@ -370,69 +397,80 @@ pub fn load(src: &Path, id: &str, expect: Option<(usize, usize)>) -> Result<Reco
     let (Some(inputs), Some(aux), Some(rows), Some(dict)) =
         (fits(inputs), fits(aux), fits(rows), fits(dict))
     else {
-        return Err(bad("sizes do not fit this machine".into()));
+        return Ok(Err("sizes do not fit this machine".into()));
     };
     if !(2..=MAX_DICT).contains(&dict) {
-        return Err(bad("bad dictionary length".into()));
+        return Ok(Err("bad dictionary length".into()));
     }
     if let Some((ei, ea)) = expect {
         if (ei, ea) != (inputs, aux) {
-            return Err(bad(format!(
+            return Ok(Err(format!(
                 "{inputs} inputs and {aux} aux, the parameters say {ei} and {ea}"
             )));
         }
     }
-    let mut read = || -> std::io::Result<Result<Recording, String>> {
-        let mut dict_v = Vec::with_capacity(dict);
-        for _ in 0..dict {
-            let mut b = [0u8; 32];
-            r.take(&mut b)?;
-            match Option::<Fr>::from(Fr::from_bytes_le(&b)) {
-                Some(k) => dict_v.push(k),
-                None => return Ok(Err("a coefficient is not a field element".into())),
-            }
+    Ok(Ok(Header {
+        inputs,
+        aux,
+        rows,
+        dict,
+        terms: [ta, tb, tc],
+    }))
+}
+
+/// The recording after its header `h`: the dictionary, the three matrices and the densities,
+/// then the checksum of everything read. The inner error says why it is bad.
+fn read_body<R: Read>(
+    r: &mut Hashing<R>,
+    id: &str,
+    h: &Header,
+) -> std::io::Result<Result<Recording, String>> {
+    let mut dict_v = Vec::with_capacity(h.dict);
+    for _ in 0..h.dict {
+        let mut b = [0u8; 32];
+        r.take(&mut b)?;
+        match Option::<Fr>::from(Fr::from_bytes_le(&b)) {
+            Some(k) => dict_v.push(k),
+            None => return Ok(Err("a coefficient is not a field element".into())),
         }
-        let mut mats = Vec::new();
-        for t in [ta, tb, tc] {
-            let t = t as usize;
-            let row_start = r.vec(rows + 1, u32::from_le_bytes)?;
-            let cols = r.vec(t, u32::from_le_bytes)?;
-            let coeffs = r.vec(t, u16::from_le_bytes)?;
-            mats.push(Matrix {
-                row_start,
-                cols,
-                coeffs,
-            });
-        }
-        let da = r.vec(aux.div_ceil(64), u64::from_le_bytes)?;
-        let dbi = r.vec(inputs.div_ceil(64), u64::from_le_bytes)?;
-        let dba = r.vec(aux.div_ceil(64), u64::from_le_bytes)?;
-        let digest = r.digest();
-        let mut stored = [0u8; 32];
-        r.inner.read_exact(&mut stored)?;
-        if digest != stored {
-            return Ok(Err("checksum mismatch (corrupted)".into()));
-        }
-        let c = mats.pop().expect("three matrices");
-        let b = mats.pop().expect("three matrices");
-        let a = mats.pop().expect("three matrices");
-        Ok(Ok(Recording {
-            id: id.to_string(),
-            inputs,
-            aux,
-            dict: dict_v,
-            a,
-            b,
-            c,
-            a_aux_density: density_from(&da, aux),
-            b_input_density: density_from(&dbi, inputs),
-            b_aux_density: density_from(&dba, aux),
-            instance: super::new_instance(),
-        }))
-    };
-    let rec = read().map_err(io)?.map_err(bad)?;
-    rec.check().map_err(bad)?;
-    Ok(rec)
+    }
+    let mut mats = Vec::new();
+    for t in h.terms {
+        let t = t as usize;
+        let row_start = r.vec(h.rows + 1, u32::from_le_bytes)?;
+        let cols = r.vec(t, u32::from_le_bytes)?;
+        let coeffs = r.vec(t, u16::from_le_bytes)?;
+        mats.push(Matrix {
+            row_start,
+            cols,
+            coeffs,
+        });
+    }
+    let da = r.vec(h.aux.div_ceil(64), u64::from_le_bytes)?;
+    let dbi = r.vec(h.inputs.div_ceil(64), u64::from_le_bytes)?;
+    let dba = r.vec(h.aux.div_ceil(64), u64::from_le_bytes)?;
+    let digest = r.digest();
+    let mut stored = [0u8; 32];
+    r.inner.read_exact(&mut stored)?;
+    if digest != stored {
+        return Ok(Err("checksum mismatch (corrupted)".into()));
+    }
+    let c = mats.pop().expect("three matrices");
+    let b = mats.pop().expect("three matrices");
+    let a = mats.pop().expect("three matrices");
+    Ok(Ok(Recording {
+        id: id.to_string(),
+        inputs: h.inputs,
+        aux: h.aux,
+        dict: dict_v,
+        a,
+        b,
+        c,
+        a_aux_density: density_from(&da, h.aux),
+        b_input_density: density_from(&dbi, h.inputs),
+        b_aux_density: density_from(&dba, h.aux),
+        instance: super::new_instance(),
+    }))
 }
 
 #[cfg(test)]
