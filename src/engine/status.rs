@@ -157,13 +157,13 @@ impl Metric {
         name: &'static str,
         kind: &'static str,
         help: &'static str,
-        samples: &[(String, f64)],
+        samples: Vec<(String, f64)>,
     ) -> Metric {
         Metric {
             name,
             kind,
             help,
-            samples: samples.to_vec(),
+            samples,
         }
     }
 }
@@ -203,43 +203,43 @@ impl EngineStatus {
                 "cuzk_up",
                 "gauge",
                 "1 while the engine runs.",
-                &one(self.running as u8 as f64),
+                one(self.running as u8 as f64),
             ),
             Metric::new(
                 "cuzk_jobs_completed_total",
                 "counter",
                 "Jobs that returned a verified proof.",
-                &one(self.completed as f64),
+                one(self.completed as f64),
             ),
             Metric::new(
                 "cuzk_jobs_failed_total",
                 "counter",
                 "Jobs that ended with an error.",
-                &one(self.failed as f64),
+                one(self.failed as f64),
             ),
             Metric::new(
                 "cuzk_jobs_cancelled_total",
                 "counter",
                 "Jobs cancelled.",
-                &one(self.cancelled as f64),
+                one(self.cancelled as f64),
             ),
             Metric::new(
                 "cuzk_partitions_cpu_retried_total",
                 "counter",
                 "Partitions a GPU failed on, proved again on the CPU.",
-                &one(self.cpu_retries as f64),
+                one(self.cpu_retries as f64),
             ),
             Metric::new(
                 "cuzk_partitions_bad_proof_total",
                 "counter",
                 "Partitions whose proof failed the self-check, synthesized in full and proved again on the CPU.",
-                &one(self.bad_proofs as f64),
+                one(self.bad_proofs as f64),
             ),
             Metric::new(
                 "cuzk_log_records_dropped_total",
                 "counter",
                 "Log records dropped because the host's log callback fell behind.",
-                &one(self.log_records_dropped as f64),
+                one(self.log_records_dropped as f64),
             ),
         ]
     }
@@ -251,19 +251,19 @@ impl EngineStatus {
                 "cuzk_pce_recordings",
                 "gauge",
                 "Recorded circuits in memory.",
-                &one(self.pce_resident as f64),
+                one(self.pce_resident as f64),
             ),
             Metric::new(
                 "cuzk_pce_bytes",
                 "gauge",
                 "Bytes held by recorded circuits (part of the reserved memory).",
-                &one(self.pce_resident_bytes as f64),
+                one(self.pce_resident_bytes as f64),
             ),
             Metric::new(
                 "cuzk_pce_events_total",
                 "counter",
                 "Recordings loaded, recorded, files rejected, recordings distrusted, partitions synthesized in full after a wrong assignment, partitions that waited for their recording.",
-                &[
+                vec![
                     ("{event=\"loaded\"}".into(), self.pce_loaded as f64),
                     ("{event=\"recorded\"}".into(), self.pce_recorded as f64),
                     ("{event=\"rejected_file\"}".into(), self.pce_rejected_files as f64),
@@ -276,13 +276,13 @@ impl EngineStatus {
                 "cuzk_pce_circuit_faults_total",
                 "counter",
                 "Circuits whose recording made in this process gave a wrong assignment a second time (full synthesis for them until restart).",
-                &one(self.pce_circuit_faults as f64),
+                one(self.pce_circuit_faults as f64),
             ),
             Metric::new(
                 "cuzk_native_witness_total",
                 "counter",
                 "Witnesses made by the native generator, partitions that fell back to witness synthesis, circuits it was distrusted for.",
-                &[
+                vec![
                     ("{event=\"made\"}".into(), self.native_witnesses as f64),
                     ("{event=\"fallback\"}".into(), self.native_fallbacks as f64),
                     ("{event=\"distrusted\"}".into(), self.native_distrusted as f64),
@@ -292,19 +292,19 @@ impl EngineStatus {
                 "cuzk_jobs_retained",
                 "gauge",
                 "Finished jobs whose result has not been collected yet.",
-                &one(self.jobs_retained as f64),
+                one(self.jobs_retained as f64),
             ),
             Metric::new(
                 "cuzk_cpu_retry_queue",
                 "gauge",
                 "Partitions a GPU failed on, waiting for or being proved by the CPU.",
-                &one(self.cpu_retry_queue as f64),
+                one(self.cpu_retry_queue as f64),
             ),
             Metric::new(
                 "cuzk_timeline_events_dropped_total",
                 "counter",
                 "Timeline events dropped because the callbacks fell behind.",
-                &one(self.timeline_events_dropped as f64),
+                one(self.timeline_events_dropped as f64),
             ),
         ]
     }
@@ -316,13 +316,13 @@ impl EngineStatus {
                 "cuzk_jobs_in_flight",
                 "gauge",
                 "Jobs submitted and not finished.",
-                &one(self.jobs_in_flight as f64),
+                one(self.jobs_in_flight as f64),
             ),
             Metric::new(
                 "cuzk_partitions",
                 "gauge",
                 "Partitions by state.",
-                &[
+                vec![
                     ("{state=\"queued\"}".into(), self.synthesis_queue as f64),
                     ("{state=\"synthesizing\"}".into(), self.synthesizing as f64),
                     ("{state=\"ready\"}".into(), self.prover_queue as f64),
@@ -333,25 +333,25 @@ impl EngineStatus {
                 "cuzk_memory_budget_bytes",
                 "gauge",
                 "Memory budget.",
-                &one(self.memory_budget as f64),
+                one(self.memory_budget as f64),
             ),
             Metric::new(
                 "cuzk_memory_reserved_bytes",
                 "gauge",
                 "Memory reserved now.",
-                &one(self.memory_reserved as f64),
+                one(self.memory_reserved as f64),
             ),
             Metric::new(
                 "cuzk_memory_reserved_peak_bytes",
                 "gauge",
                 "Highest reservation.",
-                &one(self.memory_peak as f64),
+                one(self.memory_peak as f64),
             ),
             Metric::new(
                 "cuzk_params_resident",
                 "gauge",
                 "Parameter sets in memory.",
-                &one(self.resident_params.len() as f64),
+                one(self.resident_params.len() as f64),
             ),
         ]
     }
@@ -369,26 +369,26 @@ impl EngineStatus {
                 "cuzk_class_queued_partitions",
                 "gauge",
                 "Partitions of the class waiting for a synthesis worker or a prover.",
-                &class(&|c| Some(c.queued as f64)),
+                class(&|c| Some(c.queued as f64)),
             ),
             Metric::new(
                 "cuzk_class_jobs_done_total",
                 "counter",
                 "Jobs of the class completed.",
-                &class(&|c| Some(c.jobs_done as f64)),
+                class(&|c| Some(c.jobs_done as f64)),
             ),
             Metric::new(
                 "cuzk_class_latency_p99_seconds",
                 "gauge",
                 "99th percentile of submission to result over the class's latest completed jobs.",
-                &class(&|c| c.p99_ms.map(|ms| ms as f64 / 1e3)),
+                class(&|c| c.p99_ms.map(|ms| ms as f64 / 1e3)),
             ),
             Metric::new(
                 "cuzk_params_cpu_fallback_unfit",
                 "gauge",
                 "Parameter sets whose partitions could not be proved on the CPU beside the memory \
                  held now (a fallback from the GPUs would fail).",
-                &one(self.cpu_fallback_unfit.len() as f64),
+                one(self.cpu_fallback_unfit.len() as f64),
             ),
         ]
     }
@@ -407,68 +407,68 @@ impl EngineStatus {
                 "cuzk_device_busy",
                 "gauge",
                 "1 while the device proves a partition.",
-                &dev(&|d| d.current.is_some() as u8 as f64),
+                dev(&|d| d.current.is_some() as u8 as f64),
             ),
             Metric::new(
                 "cuzk_device_enabled",
                 "gauge",
                 "1 while the device is in service.",
-                &dev(&|d| d.enabled as u8 as f64),
+                dev(&|d| d.enabled as u8 as f64),
             ),
             Metric::new(
                 "cuzk_device_consecutive_failures",
                 "gauge",
                 "Prover calls failed in a row on the device (3 take it out of service).",
-                &dev(&|d| d.consecutive_failures as f64),
+                dev(&|d| d.consecutive_failures as f64),
             ),
             Metric::new(
                 "cuzk_device_failed_calls_total",
                 "counter",
                 "Prover calls that failed on the device.",
-                &dev(&|d| d.failed_calls as f64),
+                dev(&|d| d.failed_calls as f64),
             ),
             Metric::new(
                 "cuzk_device_no_room_total",
                 "counter",
                 "Partitions the device had no device memory for at that moment (they wait for its room, then go elsewhere).",
-                &dev(&|d| d.no_room as f64),
+                dev(&|d| d.no_room as f64),
             ),
             Metric::new(
                 "cuzk_device_passed_over_total",
                 "counter",
                 "Partitions the device can never take (a card too small for the circuit, a plan of compact witnesses only), proved elsewhere.",
-                &dev(&|d| d.passed_over as f64),
+                dev(&|d| d.passed_over as f64),
             ),
             Metric::new(
                 "cuzk_device_room_waits_total",
                 "counter",
                 "Partitions put back in the queue to wait for the device's room (another process held its memory).",
-                &dev(&|d| d.room_waits as f64),
+                dev(&|d| d.room_waits as f64),
             ),
             Metric::new(
                 "cuzk_device_waiting_for_room_seconds",
                 "gauge",
                 "How long the device has been waiting for room (0 while it is not).",
-                &dev(&|d| d.waiting_for_room_ms.unwrap_or(0) as f64 / 1e3),
+                dev(&|d| d.waiting_for_room_ms.unwrap_or(0) as f64 / 1e3),
             ),
             Metric::new(
                 "cuzk_device_hung_calls_total",
                 "counter",
                 "Calls the watchdog gave up on (far past their expected time); their partitions \
                  were synthesized again for the other devices.",
-                &dev(&|d| d.hung_calls as f64),
+                dev(&|d| d.hung_calls as f64),
             ),
             Metric::new(
                 "cuzk_device_readmissions_total",
                 "counter",
                 "Times the device was put back in service after a passed probe.",
-                &dev(&|d| d.readmissions as f64),
+                dev(&|d| d.readmissions as f64),
             ),
             Metric::new(
                 "cuzk_device_partitions_total",
                 "counter",
                 "Partitions proved by the device.",
-                &dev(&|d| d.partitions_proved as f64),
+                dev(&|d| d.partitions_proved as f64),
             ),
         ]
     }

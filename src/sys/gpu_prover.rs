@@ -54,8 +54,8 @@ pub fn working_bytes(
     others_per_1024: u32,
     rec_bytes_per_row: u32,
 ) -> u64 {
-    // SAFETY: arithmetic only; no pointer is passed.
-    let b = unsafe {
+    // SAFETY: arithmetic only; no pointer is passed. (usize is u64 here: SIZE_MAX stays MAX.)
+    unsafe {
         cuzk_gpu_working_bytes(
             lg_domain,
             n_inputs,
@@ -64,12 +64,7 @@ pub fn working_bytes(
             flags,
             others_per_1024,
             rec_bytes_per_row,
-        )
-    };
-    if b == usize::MAX {
-        u64::MAX
-    } else {
-        b as u64
+        ) as u64
     }
 }
 
