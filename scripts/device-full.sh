@@ -274,8 +274,11 @@ PY
         timed fixture-window $BIN fixture --kind window-post --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/window"
         # The WindowPoSt witness on this host's cores: witness synthesis against the native
         # generator (no parameters needed), its groups and assembly in the debug log.
+        # WITNESS_REPS=0 skips it (measured once already: a run short of device time).
+        if [[ ${WITNESS_REPS:-1} != 0 ]]; then
         RUST_LOG=${RUST_LOG},cuzk::pce::native::post=debug timed post-witness $BIN bench post-witness --post "$W/window" --reps ${WITNESS_REPS:-1}
         cat "$W/post-witness.out"; grep -h "native PoSt witness" "$W/post-witness.log" | tail -2
+        fi
         if [[ $PLAN = post ]]; then
         timed fixture-porep $BIN fixture --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$P/c1.json"
         timed fixture-winning $BIN fixture --kind winning-post --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/winning"
