@@ -54,6 +54,16 @@ impl Held {
     }
 }
 
+/// What reading a circuit's recording file gave.
+enum FromFile {
+    /// The recording, the budget's room for the read, and the file's stamp.
+    Loaded(Recording, Reservation, Option<FileStamp>),
+    /// No file that can be used, and why.
+    Unusable(file::LoadError),
+    /// No room in the budget to read it now (the slot says so).
+    NoRoom,
+}
+
 /// Memory a recording needs: its own (an estimate while it is recorded) and one partition's
 /// working memory that must still fit beside everything resident.
 #[derive(Clone, Copy, Debug)]
@@ -351,7 +361,8 @@ impl PceCache {
     }
 
     /// Loads `id`'s recording from its file, else (where `record` is given) records it; with
-    /// no `record`, a missing or unusable file leaves the circuit absent.
+    /// no `record`, a missing or unusable file leaves the circuit absent. Four steps: read the
+    /// file, else record anew (and save), then reserve it for good and make it `Ready`.
     fn fill(
         &self,
         id: &str,
@@ -359,179 +370,203 @@ impl PceCache {
         room: Room,
         record: Option<impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>>,
     ) {
-        let Room {
-            recording: estimate,
-            partition: headroom,
-        } = room;
         let path = file::path(&self.dir, id);
         let t = Instant::now();
-        // A file is read only into room the budget has for it (its size: the tables it holds),
-        // given back once the recording's own reservation is made below.
-        let mut read_room = None;
-        // Taken before the read: a file replaced meanwhile differs from it, and is kept.
-        let mut stamp = FileStamp::of(&path).ok();
-        let loaded = match std::fs::metadata(&path) {
-            Ok(m) => match self.make_room(m.len(), headroom) {
-                Some(r) => {
-                    read_room = Some(r);
-                    self.counters.file_reads.fetch_add(1, Ordering::Relaxed);
-                    file::load(&path, id, Some((expect.inputs, expect.aux)))
+        let (rec, transient, stamp, from_disk) =
+            match self.read_file(id, &path, expect, room.partition) {
+                FromFile::Loaded(rec, read_room, stamp) => (rec, read_room, stamp, true),
+                FromFile::NoRoom => return,
+                FromFile::Unusable(why) => {
+                    let Some(record) = record else {
+                        self.leave_to_first_job(id, &path, &why);
+                        return;
+                    };
+                    let save = self.note_unusable(&why);
+                    let Some((rec, room)) = self.record_anew(id, expect, room, record) else {
+                        return;
+                    };
+                    // Saved before it asks for its room: one that does not fit now is loaded
+                    // from the file next time instead of recorded again.
+                    let stamp = if save { Self::save(&rec, &path) } else { None };
+                    (rec, room, stamp, false)
                 }
-                None => {
-                    log::info!(
-                        "no room in the memory budget to load the recording of circuit {id} now \
-                         ({} MiB): full synthesis meanwhile",
-                        m.len() >> 20
-                    );
-                    self.set(id, Slot::NotNow(Instant::now()));
-                    return;
+            };
+        // The read's (or the recorder's) room is given back just before the resident
+        // reservation is made.
+        drop(transient);
+        self.install(id, rec, stamp, from_disk, t, room.partition);
+    }
+
+    /// Reads `id`'s file into room the budget has for it (its size: the tables it holds). A
+    /// file of another circuit, or whose densities disagree with the parameters (a bit changed
+    /// before its checksum was made, or changed with its counts kept), is refused; so is the
+    /// file a distrust gave up while this read it.
+    fn read_file(&self, id: &str, path: &Path, expect: Expect, headroom: u64) -> FromFile {
+        // Taken before the read: a file replaced meanwhile differs from it, and is kept.
+        let stamp = FileStamp::of(path).ok();
+        let len = match std::fs::metadata(path) {
+            Ok(m) => m.len(),
+            Err(_) => return FromFile::Unusable(file::LoadError::Missing),
+        };
+        let Some(read_room) = self.make_room(len, headroom) else {
+            log::info!(
+                "no room in the memory budget to load the recording of circuit {id} now \
+                 ({} MiB): full synthesis meanwhile",
+                len >> 20
+            );
+            self.set(id, Slot::NotNow(Instant::now()));
+            return FromFile::NoRoom;
+        };
+        self.counters.file_reads.fetch_add(1, Ordering::Relaxed);
+        let rec = match file::load(path, id, Some((expect.inputs, expect.aux))) {
+            Ok(rec) => rec,
+            Err(why) => return FromFile::Unusable(why),
+        };
+        let given_up = stamp.is_some() && self.given_up.lock().get(id) == Some(&stamp);
+        match expect.mismatch(&rec).or_else(|| rec.density_mismatch()) {
+            None if !given_up => FromFile::Loaded(rec, read_room, stamp),
+            None => FromFile::Unusable(file::LoadError::Bad(format!(
+                "{}: the file a wrong assignment gave up",
+                path.display()
+            ))),
+            Some(m) => FromFile::Unusable(file::LoadError::Bad(format!(
+                "{}: not the recording of these parameters' circuit: {m}",
+                path.display()
+            ))),
+        }
+    }
+
+    /// With nothing to record it (a preload), a file that cannot be used is left to the first
+    /// job of the circuit, which records it again.
+    fn leave_to_first_job(&self, id: &str, path: &Path, why: &file::LoadError) {
+        match why {
+            file::LoadError::Missing => {}
+            file::LoadError::Bad(e) | file::LoadError::Unreadable(e) => log::info!(
+                "the recording {} is not used at start ({e}): the first job of circuit {id} \
+                 records it again",
+                path.display(),
+            ),
+        }
+        self.clear(id);
+    }
+
+    /// Counts and logs why the file is not used; false where the new recording must not be
+    /// saved over it (another user's file: recorded here, and theirs left as it is).
+    fn note_unusable(&self, why: &file::LoadError) -> bool {
+        match why {
+            file::LoadError::Bad(e) => {
+                self.counters.rejected_files.fetch_add(1, Ordering::Relaxed);
+                log::warn!("recording not used, recording it again: {e}");
+                true
+            }
+            file::LoadError::Unreadable(e) => {
+                log::warn!("cannot read the recording ({e}): recording it for this process only");
+                false
+            }
+            file::LoadError::Missing => true,
+        }
+    }
+
+    /// Records the circuit in room for its tables while they are recorded (kept while it is
+    /// saved). None where there is no room now, or the recording failed or disagrees with the
+    /// parameters: the slot then says so.
+    fn record_anew(
+        &self,
+        id: &str,
+        expect: Expect,
+        room: Room,
+        record: impl FnOnce(Arc<AtomicBool>) -> Result<Recording, String>,
+    ) -> Option<(Recording, Reservation)> {
+        let Some(reservation) = self.make_room(room.recording, room.partition) else {
+            log::info!(
+                "no room in the memory budget to record circuit {id} now ({} MiB): full \
+                 synthesis meanwhile",
+                room.recording >> 20
+            );
+            self.set(id, Slot::NotNow(Instant::now()));
+            return None;
+        };
+        let failed = match record(self.abort.clone()) {
+            Ok(rec) => match expect.mismatch(&rec) {
+                None => return Some((rec, reservation)),
+                Some(m) => {
+                    let e = format!("circuit {id} recorded {m}");
+                    log::error!("{e}");
+                    e
                 }
             },
-            Err(_) => Err(file::LoadError::Missing),
-        };
-        // A file of another circuit, or whose densities disagree with the parameters (a bit
-        // changed before its checksum was made), is rejected and recorded again.
-        // So is one whose density bits are not those its matrices give (changed with their
-        // counts kept), and the file a distrust gave up while this load read it.
-        let loaded = loaded.and_then(|rec| {
-            let given_up = stamp.is_some() && self.given_up.lock().get(id) == Some(&stamp);
-            match expect.mismatch(&rec).or_else(|| rec.density_mismatch()) {
-                None if !given_up => Ok(rec),
-                None => Err(file::LoadError::Bad(format!(
-                    "{}: the file a wrong assignment gave up",
-                    path.display()
-                ))),
-                Some(m) => Err(file::LoadError::Bad(format!(
-                    "{}: not the recording of these parameters' circuit: {m}",
-                    path.display()
-                ))),
+            // Stopped by a shutdown: not an error of the circuit.
+            Err(e) if self.abort.load(Ordering::Relaxed) => e,
+            Err(e) => {
+                log::error!("cannot record circuit {id}: {e}");
+                e
             }
-        });
-        if loaded.is_err() {
-            read_room = None;
+        };
+        self.set(id, Slot::Failed(failed));
+        None
+    }
+
+    /// Saves a fresh recording beside the parameters; its stamp, or None where it could not
+    /// be saved (recorded again after a restart).
+    fn save(rec: &Recording, path: &Path) -> Option<FileStamp> {
+        match file::save(rec, path) {
+            Ok(()) => FileStamp::of(path).ok(),
+            Err(e) => {
+                log::warn!(
+                    "cannot save the recording to {}: {e} (recorded again after a restart)",
+                    path.display()
+                );
+                None
+            }
         }
-        let mut save = true;
-        let (rec, from_disk) = match loaded {
-            Ok(rec) => (rec, true),
-            Err(why) => {
-                let Some(record) = record else {
-                    if !matches!(why, file::LoadError::Missing) {
-                        log::info!(
-                            "the recording {} is not used at start ({}): the first job of \
-                             circuit {id} records it again",
-                            path.display(),
-                            match &why {
-                                file::LoadError::Bad(e) | file::LoadError::Unreadable(e) => e,
-                                file::LoadError::Missing => "",
-                            }
-                        );
-                    }
-                    self.clear(id);
-                    return;
-                };
-                match &why {
-                    file::LoadError::Bad(e) => {
-                        self.counters.rejected_files.fetch_add(1, Ordering::Relaxed);
-                        log::warn!("recording not used, recording it again: {e}");
-                    }
-                    file::LoadError::Unreadable(e) => {
-                        // Another user's file: recorded here, and theirs left as it is.
-                        save = false;
-                        log::warn!(
-                            "cannot read the recording ({e}): recording it for this process only"
-                        );
-                    }
-                    file::LoadError::Missing => {}
-                }
-                // Room for the tables while they are recorded, given back after.
-                let Some(room) = self.make_room(estimate, headroom) else {
-                    log::info!(
-                        "no room in the memory budget to record circuit {id} now ({} MiB): full synthesis meanwhile",
-                        estimate >> 20
-                    );
-                    self.set(id, Slot::NotNow(Instant::now()));
-                    return;
-                };
-                let rec = record(self.abort.clone());
-                match rec {
-                    // Its room stays reserved while it is saved (given back just before its
-                    // resident reservation is made).
-                    Ok(rec) if expect.mismatch(&rec).is_none() => {
-                        read_room = Some(room);
-                        (rec, false)
-                    }
-                    Ok(rec) => {
-                        let e = format!(
-                            "circuit {id} recorded {}",
-                            expect.mismatch(&rec).unwrap_or_default()
-                        );
-                        log::error!("{e}");
-                        self.set(id, Slot::Failed(e));
-                        return;
-                    }
-                    Err(e) if self.abort.load(Ordering::Relaxed) => {
-                        self.set(id, Slot::Failed(e));
-                        return;
-                    }
-                    Err(e) => {
-                        log::error!("cannot record circuit {id}: {e}");
-                        self.set(id, Slot::Failed(e));
-                        return;
-                    }
-                }
-            }
-        };
+    }
+
+    /// Reserves the recording for good and makes it `Ready`; where it does not fit the budget
+    /// now, full synthesis meanwhile. Nothing stays reserved after a shutdown.
+    fn install(
+        &self,
+        id: &str,
+        rec: Recording,
+        stamp: Option<FileStamp>,
+        from_disk: bool,
+        started: Instant,
+        headroom: u64,
+    ) {
         let bytes = rec.bytes();
-        // Saved before it asks for its room: one that does not fit now is loaded from the file
-        // next time instead of recorded again.
-        if !from_disk {
-            stamp = None;
-            if save {
-                match file::save(&rec, &path) {
-                    Ok(()) => stamp = FileStamp::of(&path).ok(),
-                    Err(e) => log::warn!(
-                        "cannot save the recording to {}: {e} (recorded again after a restart)",
-                        path.display()
-                    ),
-                }
-            }
-        }
-        drop(read_room);
         let Some(reservation) = self.make_room_resident(bytes, headroom) else {
             log::info!(
-                "recording of circuit {id} ({} MiB) does not fit the memory budget now: full synthesis meanwhile",
+                "recording of circuit {id} ({} MiB) does not fit the memory budget now: full \
+                 synthesis meanwhile",
                 bytes >> 20
             );
             self.set(id, Slot::NotNow(Instant::now()));
             return;
         };
+        let secs = started.elapsed().as_secs_f64();
         if from_disk {
             self.counters.loaded.fetch_add(1, Ordering::Relaxed);
             log::info!(
-                "recording of circuit {id} loaded from {} in {:.1} s ({} constraints, {} MiB)",
-                path.display(),
-                t.elapsed().as_secs_f64(),
+                "recording of circuit {id} loaded from {} in {secs:.1} s ({} constraints, {} MiB)",
+                file::path(&self.dir, id).display(),
                 rec.constraints(),
                 bytes >> 20
             );
         } else {
             self.counters.recorded.fetch_add(1, Ordering::Relaxed);
             log::info!(
-                "circuit {id} recorded in {:.1} s ({} constraints, {} terms, {:.1} bytes per constraint)",
-                t.elapsed().as_secs_f64(),
+                "circuit {id} recorded in {secs:.1} s ({} constraints, {} terms, {:.1} bytes per \
+                 constraint)",
                 rec.constraints(),
                 rec.terms(),
                 bytes as f64 / rec.constraints().max(1) as f64
             );
         }
         let mut slots = self.slots.lock();
+        self.changed.notify_all();
         if self.abort.load(Ordering::SeqCst) {
-            // Shut down meanwhile: nothing may stay reserved.
             slots.remove(id);
-            self.changed.notify_all();
             return;
         }
-        self.changed.notify_all();
         slots.insert(
             id.to_string(),
             Slot::Ready {
