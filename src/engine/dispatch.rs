@@ -141,41 +141,97 @@ pub(super) fn prove_worker(inner: &Arc<Inner>, d: usize) {
 /// its job), failed on a GPU (handed to the CPU retry queue), or failed for good (its job fails).
 fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
     let backend = inner.backends[d].as_ref();
-    let base = inner.slot_base[d];
     let pickup = Instant::now();
     let n = items.len();
     let srs = items[0].srs.clone();
     let rs: Vec<Fr> = (0..n).map(|_| Fr::random(OsRng)).collect();
     let ss: Vec<Fr> = (0..n).map(|_| Fr::random(OsRng)).collect();
-    let mut works: Vec<Option<Work>> = Vec::with_capacity(n);
-    let mut parts = Vec::with_capacity(n);
-    for it in items {
-        let ProveItem {
-            job,
-            partition,
-            srs: _,
-            work,
-            reservation,
-            synth_end,
-            room_since,
-        } = it;
-        works.push(Some(work));
-        parts.push(InFlight {
-            job,
-            k: partition,
-            reservation: Some(reservation),
-            synth_end,
-            room_since,
-        });
-    }
+    let (works, mut parts) = in_flight(items);
     let use_gpu = backend.max_batch() > 0 || !backend.is_gpu();
-    let guessed = announce(inner, backend, base, use_gpu, &parts);
-    inner
-        .counters
-        .proving
-        .fetch_add(n as u64, Ordering::Relaxed);
-    // The call owns the partitions' work and memory while it runs (a call the watchdog gives
-    // up on keeps them until it returns).
+    let guessed = announce(inner, backend, inner.slot_base[d], use_gpu, &parts);
+    let proving = &inner.counters.proving;
+    proving.fetch_add(n as u64, Ordering::Relaxed);
+    let done = run_batch(
+        inner,
+        d,
+        use_gpu,
+        &guessed,
+        &srs,
+        (&rs, &ss),
+        works,
+        &mut parts,
+    );
+    proving.fetch_sub(n as u64, Ordering::Relaxed);
+    let Some((works, times, results)) = done else {
+        synthesize_again(inner, &guessed, parts);
+        return;
+    };
+    if backend.is_gpu() && use_gpu {
+        record_health(inner, d, &results);
+    }
+    let back = Returned {
+        inner,
+        srs: &srs,
+        pickup,
+        prove_ms: ms(pickup.elapsed()),
+        use_gpu,
+    };
+    let waits = waits_for_room(inner, d, use_gpu, &results, &parts, &works);
+    let settled = Settled {
+        d,
+        guessed,
+        waits,
+        works,
+        times,
+        rs,
+        ss,
+    };
+    settled.settle(&back, results, parts);
+}
+
+/// Each item's work, and the rest of it while it is proved.
+fn in_flight(items: Vec<ProveItem>) -> (Vec<Option<Work>>, Vec<InFlight>) {
+    items
+        .into_iter()
+        .map(|it| {
+            let ProveItem {
+                job,
+                partition,
+                srs: _,
+                work,
+                reservation,
+                synth_end,
+                room_since,
+            } = it;
+            let part = InFlight {
+                job,
+                k: partition,
+                reservation: Some(reservation),
+                synth_end,
+                room_since,
+            };
+            (Some(work), part)
+        })
+        .unzip()
+}
+
+/// One call of backend `d` on the batch, under the watchdog where it is a GPU's. The call owns
+/// the partitions' work and memory while it runs (a call the watchdog gives up on keeps them
+/// until it returns); None where the watchdog gave up on it. Preemption between partitions: the
+/// call stops before its next partition where one that ranks above every partition of the
+/// batch (a higher class, or priority) waits.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn run_batch(
+    inner: &Arc<Inner>,
+    d: usize,
+    use_gpu: bool,
+    guessed: &[usize],
+    srs: &Arc<Srs>,
+    (rs, ss): (&[Fr], &[Fr]),
+    works: Vec<Option<Work>>,
+    parts: &mut [InFlight],
+) -> Option<(Vec<Option<Work>>, Vec<StageTimes>, Results)> {
+    let n = works.len();
     let batch = Batch {
         works,
         reservations: parts
@@ -185,15 +241,13 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
         times: vec![StageTimes::default(); n],
     };
     let held: u64 = batch.reservations.iter().map(Reservation::bytes).sum();
-    // Preemption between partitions: the call stops before its next partition where one that
-    // ranks above every partition of the batch (a higher class, or priority) waits.
     let rank = parts
         .iter()
         .map(|p| p.job.key(p.k).rank())
         .max()
         .unwrap_or((0, i32::MIN));
     let call = {
-        let (srs, rs, ss) = (srs.clone(), rs.clone(), ss.clone());
+        let (srs, rs, ss) = (srs.clone(), rs.to_vec(), ss.to_vec());
         move |inner: &Inner| {
             let mut b = batch;
             let backend = inner.backends[d].as_ref();
@@ -210,7 +264,8 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
             (b, results)
         }
     };
-    let done = if backend.is_gpu() && use_gpu {
+    let (batch, results) = if inner.backends[d].is_gpu() && use_gpu {
+        let base = inner.slot_base[d];
         let placed: Vec<usize> = guessed.iter().map(|s| s - base).collect();
         watchdog::watched(
             inner,
@@ -220,54 +275,46 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
             held,
             Duration::ZERO,
             call,
-        )
+        )?
     } else {
-        Some(call(inner))
+        call(inner)
     };
-    inner
-        .counters
-        .proving
-        .fetch_sub(n as u64, Ordering::Relaxed);
-    let Some((batch, results)) = done else {
-        synthesize_again(inner, &guessed, parts);
-        return;
-    };
-    let Batch {
-        mut works,
-        reservations,
-        times,
-    } = batch;
-    for (p, r) in parts.iter_mut().zip(reservations) {
+    for (p, r) in parts.iter_mut().zip(batch.reservations) {
         p.reservation = Some(r);
     }
-    if backend.is_gpu() && use_gpu {
-        record_health(inner, d, &results);
-    }
-    let back = Returned {
-        inner,
-        srs: &srs,
-        pickup,
-        prove_ms: ms(pickup.elapsed()),
-        use_gpu,
-    };
-    // Room passing short (another process holds the device's memory): such a partition waits
-    // for it in the queue, up to the configured time, rather than take minutes on the CPU.
+    Some((batch.works, batch.times, results))
+}
+
+/// What a batch's backend returned, partition by partition: the device it ran on (within the
+/// backend) and the proof or error.
+type Results = Vec<(usize, Result<Proof<Bls12>>)>;
+
+/// Whether a partition that found no room on the GPU (another process holds the device's
+/// memory) waits for room in the queue, up to the configured time, rather than take minutes
+/// on the CPU. The device's wait is set (or ended) here, before any partition is settled: a
+/// job that completes sees its device's status as it is after this call.
+fn waits_for_room(
+    inner: &Inner,
+    d: usize,
+    use_gpu: bool,
+    results: &Results,
+    parts: &[InFlight],
+    works: &[Option<Work>],
+) -> Vec<bool> {
+    let backend = inner.backends[d].as_ref();
     let room_wait = inner.cfg.gpu_room_wait.unwrap_or_default();
-    let gpu_err = |r: &Result<Proof<Bls12>>, s: Status| matches!(r, Err(e) if backend.is_gpu() && e.status == s);
     let waits: Vec<bool> = results
         .iter()
-        .zip(&parts)
-        .enumerate()
-        .map(|(i, ((_, r), p))| {
-            gpu_err(r, Status::ResourceExhausted)
+        .zip(parts)
+        .zip(works)
+        .map(|(((_, r), p), w)| {
+            gpu_err(backend, r, Status::ResourceExhausted)
                 && use_gpu
-                && works[i].is_some()
+                && w.is_some()
                 && p.room_since.is_none_or(|t| t.elapsed() < room_wait)
                 && !room_wait.is_zero()
         })
         .collect();
-    // The wait is set (or ended) before any partition is settled: a job that completes here
-    // sees its device's status as it is after this call.
     if backend.is_gpu() && use_gpu {
         let why = results
             .iter()
@@ -278,35 +325,63 @@ fn prove_items(inner: &Arc<Inner>, d: usize, items: Vec<ProveItem>) {
         let proved = results.iter().filter(|(_, r)| r.is_ok()).count();
         note_room(inner, d, waited, proved, why.as_deref());
     }
-    for (i, ((sub, result), p)) in results.into_iter().zip(parts).enumerate() {
-        let slot = base + sub;
-        let no_room = gpu_err(&result, Status::ResourceExhausted);
-        {
-            let mut devs = inner.devices.lock();
-            devs[guessed[i]].current = None;
-            devs[slot].current = None;
-            devs[slot].partitions_proved += result.is_ok() as u64;
-            devs[slot].no_room += no_room as u64;
-            devs[slot].room_waits += waits[i] as u64;
-            devs[slot].passed_over += (use_gpu && gpu_err(&result, Status::Unsupported)) as u64;
-        }
-        match result {
-            Ok(proof) => back.proved(p, slot, times[i], proof),
-            Err(e) if is_yielded(&e) && works[i].is_some() => {
-                let work = works[i].take().expect("checked above");
-                back.yielded(p, slot, work);
+    waits
+}
+
+/// Whether `r` is an error of status `s` from a GPU backend.
+fn gpu_err(backend: &dyn ProverBackend, r: &Result<Proof<Bls12>>, s: Status) -> bool {
+    matches!(r, Err(e) if backend.is_gpu() && e.status == s)
+}
+
+/// A returned batch's partitions with what settling each needs.
+struct Settled {
+    d: usize,
+    /// The slot each partition was announced on.
+    guessed: Vec<usize>,
+    waits: Vec<bool>,
+    works: Vec<Option<Work>>,
+    times: Vec<StageTimes>,
+    rs: Vec<Fr>,
+    ss: Vec<Fr>,
+}
+
+impl Settled {
+    /// Counts each partition's outcome on its device, then settles it: proved, yielded to a
+    /// higher class, waiting for room, retried on the CPU, or failed.
+    fn settle(mut self, back: &Returned<'_>, results: Results, parts: Vec<InFlight>) {
+        let inner = back.inner;
+        let backend = inner.backends[self.d].as_ref();
+        let base = inner.slot_base[self.d];
+        for (i, ((sub, result), p)) in results.into_iter().zip(parts).enumerate() {
+            let slot = base + sub;
+            {
+                let mut devs = inner.devices.lock();
+                devs[self.guessed[i]].current = None;
+                let dv = &mut devs[slot];
+                dv.current = None;
+                dv.partitions_proved += result.is_ok() as u64;
+                dv.no_room += gpu_err(backend, &result, Status::ResourceExhausted) as u64;
+                dv.room_waits += self.waits[i] as u64;
+                dv.passed_over +=
+                    (back.use_gpu && gpu_err(backend, &result, Status::Unsupported)) as u64;
             }
-            Err(_) if waits[i] => {
-                let work = works[i].take().expect("checked above");
-                back.wait_for_room(p, slot, work);
+            let work = &mut self.works[i];
+            match result {
+                Ok(proof) => back.proved(p, slot, self.times[i], proof),
+                Err(e) if is_yielded(&e) && work.is_some() => {
+                    back.yielded(p, slot, work.take().expect("checked above"));
+                }
+                Err(_) if self.waits[i] => {
+                    back.wait_for_room(p, slot, work.take().expect("checked above"));
+                }
+                // A GPU error must not fail the job: GPU backends leave the work in place, and
+                // the CPU retry worker proves it again while this worker goes on.
+                Err(e) if backend.is_gpu() && work.is_some() => {
+                    let w = work.take().expect("checked above");
+                    back.retry_on_cpu(p, slot, w, e, self.rs[i], self.ss[i]);
+                }
+                Err(e) => back.fail(p, slot, e),
             }
-            // A GPU error must not fail the job: GPU backends leave the work in place, and
-            // the CPU retry worker proves it again while this worker goes on.
-            Err(e) if backend.is_gpu() && works[i].is_some() => {
-                let work = works[i].take().expect("checked above");
-                back.retry_on_cpu(p, slot, work, e, rs[i], ss[i]);
-            }
-            Err(e) => back.fail(p, slot, e),
         }
     }
 }
