@@ -1,21 +1,14 @@
 package cuzk
 
-/*
-#include <stdlib.h>
-#include <string.h>
-#include "cuzk.h"
-*/
-import "C"
-
 import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"time"
-	"unsafe"
 
 	"github.com/filecoin-project/go-state-types/abi"
+
+	"github.com/cuzk-project/cuzk/go-bindings/raw"
 )
 
 // Config configures the engine. The zero value means defaults.
@@ -94,27 +87,21 @@ func Start(cfg Config) (*Engine, error) {
 			return nil, &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf("Config.%s is negative (%v)", d.name, d.v)}
 		}
 	}
-	var c C.cuzk_config
-	C.cuzk_config_default(&c)
-	c.synthesis_workers = C.uint32_t(cfg.SynthesisWorkers)
-	c.synthesis_lookahead = C.uint32_t(cfg.SynthesisLookahead)
-	c.memory_budget_bytes = C.uint64_t(cfg.MemoryBudget)
-	c.self_check = boolByte(!cfg.DisableSelfCheck)
+	c := raw.ConfigDefault()
+	c.SynthesisWorkers = cfg.SynthesisWorkers
+	c.SynthesisLookahead = cfg.SynthesisLookahead
+	c.MemoryBudgetBytes = cfg.MemoryBudget
+	c.SelfCheck = boolByte(!cfg.DisableSelfCheck)
 	if cfg.TimelineStderr {
-		c.timeline_stderr = 1
+		c.TimelineStderr = 1
 	}
-	c.job_retention_ms = C.uint64_t(cfg.JobRetention.Milliseconds())
-	c.max_jobs = C.uint32_t(cfg.MaxJobs)
-	c.max_c1_bytes = C.uint64_t(cfg.MaxC1Bytes)
-	c.device_cooldown_ms = C.uint64_t(cfg.DeviceCooldown.Milliseconds())
-	if cfg.ParamsDir != "" {
-		dir := C.CString(cfg.ParamsDir)
-		defer C.free(unsafe.Pointer(dir))
-		c.params_dir = dir
-	}
-	var cerr C.cuzk_error
-	if err := takeError(C.cuzk_engine_start(&c, &cerr), &cerr); err != nil {
-		return nil, err
+	c.JobRetentionMs = uint64(cfg.JobRetention.Milliseconds())
+	c.MaxJobs = cfg.MaxJobs
+	c.MaxC1Bytes = cfg.MaxC1Bytes
+	c.DeviceCooldownMs = uint64(cfg.DeviceCooldown.Milliseconds())
+	// An empty ParamsDir is NULL to the library: its default.
+	if err := raw.EngineStart(c, cfg.ParamsDir, ""); err != nil {
+		return nil, fromRaw(err)
 	}
 	return &Engine{}, nil
 }
@@ -125,11 +112,10 @@ func Start(cfg Config) (*Engine, error) {
 // once, and concurrently (a second call waits for the first). From a timeline callback it
 // returns ErrInCallback.
 func (e *Engine) Close() error {
-	var cerr C.cuzk_error
-	return takeError(C.cuzk_engine_shutdown_err(&cerr), &cerr)
+	return fromRaw(raw.EngineShutdown())
 }
 
-func boolByte(b bool) C.uint8_t {
+func boolByte(b bool) uint8 {
 	if b {
 		return 1
 	}
@@ -145,25 +131,17 @@ func (e *Engine) Submit(ctx context.Context, req Request) (JobID, error) {
 	if len(req.Phase1Output) == 0 {
 		return 0, &Error{Status: StatusInvalidInput, Message: "C1 output is empty"}
 	}
-	// The request struct travels to C with a pointer in it, so the C1 bytes are copied into C
+	// The request struct travels to C with a pointer in it, so raw copies the C1 bytes into C
 	// memory for the call (cgo forbids Go pointers inside memory passed to C).
-	c1 := C.CBytes(req.Phase1Output)
-	defer C.free(c1)
-	var r C.cuzk_job_request
-	C.cuzk_job_request_default(&r)
-	r.priority = C.int32_t(req.Priority)
-	r.c1_ptr = (*C.uint8_t)(c1)
-	r.c1_len = C.size_t(len(req.Phase1Output))
-	r.sector_id = C.uint64_t(req.SectorNum)
-	for i, b := range req.ProverID {
-		r.prover_id[i] = C.uint8_t(b)
-	}
-	r.fixture_partitions = C.uint32_t(req.FixturePartitions)
-	r.fixture_layers = C.uint32_t(req.FixtureLayers)
-	var id C.uint64_t
-	var cerr C.cuzk_error
-	if err := takeError(C.cuzk_submit(&r, &id, &cerr), &cerr); err != nil {
-		return 0, err
+	r := raw.JobRequestDefault()
+	r.Priority = req.Priority
+	r.SectorID = uint64(req.SectorNum)
+	r.ProverID = req.ProverID
+	r.FixturePartitions = req.FixturePartitions
+	r.FixtureLayers = req.FixtureLayers
+	id, err := raw.Submit(r, req.Phase1Output)
+	if err != nil {
+		return 0, fromRaw(err)
 	}
 	return JobID(id), nil
 }
@@ -182,28 +160,20 @@ func (e *Engine) Await(ctx context.Context, id JobID) ([]byte, error) {
 			e.reap(id)
 			return nil, &cancelledError{ctxErr: err, job: id}
 		}
-		var out C.cuzk_bytes
-		var cerr C.cuzk_error
-		st := C.cuzk_await(C.uint64_t(id), C.int64_t(awaitSlice.Milliseconds()), &out, &cerr)
-		if st == C.CUZK_STATUS_TIMEOUT {
-			C.cuzk_error_free(&cerr)
+		proof, err := raw.Await(uint64(id), awaitSlice.Milliseconds())
+		if re, ok := err.(*raw.Error); ok && re.Status == raw.StatusTimeout {
 			continue
 		}
-		if err := takeError(st, &cerr); err != nil {
-			return nil, err
+		if err != nil {
+			return nil, fromRaw(err)
 		}
-		return takeBytes(&out), nil
+		return proof, nil
 	}
 }
 
 // reap removes a finished job from the engine's table without waiting (its result is dropped).
 func (e *Engine) reap(id JobID) {
-	var out C.cuzk_bytes
-	var cerr C.cuzk_error
-	if C.cuzk_await(C.uint64_t(id), 0, &out, &cerr) == C.CUZK_STATUS_OK {
-		C.cuzk_bytes_free(&out)
-	}
-	C.cuzk_error_free(&cerr)
+	_, _ = raw.Await(uint64(id), 0)
 }
 
 // Prove submits a job and awaits it.
@@ -218,8 +188,7 @@ func (e *Engine) Prove(ctx context.Context, req Request) ([]byte, error) {
 // Cancel cancels a job: queued partitions are dropped, running ones abandoned, memory freed;
 // Await returns ErrCancelled. Cancelling a finished job changes nothing.
 func (e *Engine) Cancel(id JobID) error {
-	var cerr C.cuzk_error
-	return takeError(C.cuzk_cancel(C.uint64_t(id), &cerr), &cerr)
+	return fromRaw(raw.Cancel(uint64(id)))
 }
 
 // SetDeviceEnabled takes prover device i (its index in the engine's device list) out of
@@ -230,21 +199,19 @@ func (e *Engine) SetDeviceEnabled(i int, enabled bool) error {
 	if i < 0 || uint64(i) > math.MaxUint32 {
 		return &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf("device %d out of range", i)}
 	}
-	var cerr C.cuzk_error
-	return takeError(C.cuzk_device_set_enabled(C.uint32_t(i), C.bool(enabled), &cerr), &cerr)
+	return fromRaw(raw.DeviceSetEnabled(uint32(i), enabled))
 }
 
 // State reports a job's state without waiting.
 func (e *Engine) State(id JobID) (JobState, error) {
-	var st C.cuzk_job_state
-	var cerr C.cuzk_error
-	if err := takeError(C.cuzk_poll(C.uint64_t(id), &st, &cerr), &cerr); err != nil {
-		return JobFailed, err
+	st, err := raw.Poll(uint64(id))
+	if err != nil {
+		return JobFailed, fromRaw(err)
 	}
 	switch st {
-	case C.CUZK_JOB_STATE_RUNNING:
+	case raw.JobStateRunning:
 		return JobRunning, nil
-	case C.CUZK_JOB_STATE_SUCCEEDED:
+	case raw.JobStateSucceeded:
 		return JobSucceeded, nil
 	default:
 		return JobFailed, nil
@@ -274,17 +241,11 @@ func SealCommitPhase2(phase1Output []byte, sectorNum abi.SectorNumber, minerID a
 	if len(phase1Output) == 0 {
 		return nil, &Error{Status: StatusInvalidInput, Message: "C1 output is empty"}
 	}
-	pid := ProverID(minerID)
-	var out C.cuzk_bytes
-	var cerr C.cuzk_error
-	st := C.cuzk_seal_commit_phase2(goBytesPtr(phase1Output), C.size_t(len(phase1Output)),
-		C.uint64_t(sectorNum), (*[32]C.uint8_t)(unsafe.Pointer(&pid)), &out, &cerr)
-	runtime.KeepAlive(phase1Output)
-	runtime.KeepAlive(&pid)
-	if err := takeError(st, &cerr); err != nil {
-		return nil, err
+	proof, err := raw.SealCommitPhase2(phase1Output, uint64(sectorNum), ProverID(minerID))
+	if err != nil {
+		return nil, fromRaw(err)
 	}
-	return takeBytes(&out), nil
+	return proof, nil
 }
 
 // VerifySeal checks a proof for a C1 output's sector with filecoin-proofs' own verify_seal
@@ -293,15 +254,9 @@ func VerifySeal(phase1Output []byte, sectorNum abi.SectorNumber, proverID [32]by
 	if len(phase1Output) == 0 || len(proof) == 0 {
 		return false, &Error{Status: StatusInvalidArgument, Message: "empty C1 output or proof"}
 	}
-	var valid C.bool
-	var cerr C.cuzk_error
-	st := C.cuzk_verify_seal(goBytesPtr(phase1Output), C.size_t(len(phase1Output)), C.uint64_t(sectorNum),
-		(*[32]C.uint8_t)(unsafe.Pointer(&proverID)), goBytesPtr(proof), C.size_t(len(proof)), &valid, &cerr)
-	runtime.KeepAlive(phase1Output)
-	runtime.KeepAlive(proof)
-	runtime.KeepAlive(&proverID)
-	if err := takeError(st, &cerr); err != nil {
-		return false, err
+	valid, err := raw.VerifySeal(phase1Output, uint64(sectorNum), proverID, proof)
+	if err != nil {
+		return false, fromRaw(err)
 	}
-	return bool(valid), nil
+	return valid, nil
 }

@@ -1,40 +1,40 @@
 package cuzk
 
-/*
-#include "cuzk.h"
-*/
-import "C"
+import (
+	"fmt"
 
-import "fmt"
+	"github.com/cuzk-project/cuzk/go-bindings/raw"
+)
 
 // Status is the library's status code (cuzk_status in cuzk.h).
 type Status int32
 
-// Status codes, defined from include/cuzk.h (whose drift check covers them).
+// Status codes, those of include/cuzk.h (through package raw, whose tests check them against
+// the header).
 const (
-	StatusOK                Status = C.CUZK_STATUS_OK
-	StatusInvalidArgument   Status = C.CUZK_STATUS_INVALID_ARGUMENT
-	StatusInvalidInput      Status = C.CUZK_STATUS_INVALID_INPUT
-	StatusUnsupported       Status = C.CUZK_STATUS_UNSUPPORTED
-	StatusParams            Status = C.CUZK_STATUS_PARAMS
-	StatusProving           Status = C.CUZK_STATUS_PROVING
-	StatusVerifyFailed      Status = C.CUZK_STATUS_VERIFY_FAILED
-	StatusCancelled         Status = C.CUZK_STATUS_CANCELLED
-	StatusTimeout           Status = C.CUZK_STATUS_TIMEOUT
-	StatusNotFound          Status = C.CUZK_STATUS_NOT_FOUND
-	StatusNotRunning        Status = C.CUZK_STATUS_NOT_RUNNING
-	StatusResourceExhausted Status = C.CUZK_STATUS_RESOURCE_EXHAUSTED
-	StatusPanic             Status = C.CUZK_STATUS_PANIC
-	StatusInternal          Status = C.CUZK_STATUS_INTERNAL
-	StatusAlreadyRunning    Status = C.CUZK_STATUS_ALREADY_RUNNING
+	StatusOK                Status = Status(raw.StatusOK)
+	StatusInvalidArgument   Status = Status(raw.StatusInvalidArgument)
+	StatusInvalidInput      Status = Status(raw.StatusInvalidInput)
+	StatusUnsupported       Status = Status(raw.StatusUnsupported)
+	StatusParams            Status = Status(raw.StatusParams)
+	StatusProving           Status = Status(raw.StatusProving)
+	StatusVerifyFailed      Status = Status(raw.StatusVerifyFailed)
+	StatusCancelled         Status = Status(raw.StatusCancelled)
+	StatusTimeout           Status = Status(raw.StatusTimeout)
+	StatusNotFound          Status = Status(raw.StatusNotFound)
+	StatusNotRunning        Status = Status(raw.StatusNotRunning)
+	StatusResourceExhausted Status = Status(raw.StatusResourceExhausted)
+	StatusPanic             Status = Status(raw.StatusPanic)
+	StatusInternal          Status = Status(raw.StatusInternal)
+	StatusAlreadyRunning    Status = Status(raw.StatusAlreadyRunning)
 	// StatusInCallback: called from a timeline callback where it would wait for the thread
 	// running the callback (Close, Start, SealCommitPhase2, a waiting Await).
-	StatusInCallback Status = C.CUZK_STATUS_IN_CALLBACK
+	StatusInCallback Status = Status(raw.StatusInCallback)
 )
 
 // String is the library's name of the status ("INVALID_INPUT", ...).
 func (s Status) String() string {
-	name := C.GoString(C.cuzk_status_name(C.int32_t(s)))
+	name := raw.StatusName(int32(s))
 	if name == "UNKNOWN" {
 		return fmt.Sprintf("STATUS(%d)", int32(s))
 	}
@@ -86,3 +86,11 @@ func (e *cancelledError) Error() string {
 }
 
 func (e *cancelledError) Unwrap() []error { return []error{e.ctxErr, ErrCancelled} }
+
+// fromRaw turns an error of package raw (the library's status and message) into an *Error.
+func fromRaw(err error) error {
+	if e, ok := err.(*raw.Error); ok {
+		return &Error{Status: Status(e.Status), Message: e.Message}
+	}
+	return err
+}

@@ -1,12 +1,5 @@
 package cuzk
 
-/*
-#include "cuzk.h"
-extern cuzk_status cuzkGoLogSet(int on, uint32_t max_level, cuzk_error *err);
-extern int cuzkGoOnLogThread(void);
-*/
-import "C"
-
 import (
 	"context"
 	"fmt"
@@ -14,12 +7,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cuzk-project/cuzk/go-bindings/raw"
 )
 
 // LevelTrace is the slog level of the library's TRACE records (below slog.LevelDebug).
 const LevelTrace = slog.LevelDebug - 4
 
-// logger receives the library's records once SetLogger has set it.
+// logger is the logger in place, the one the library's records go to (nil: stderr).
 var logger atomic.Pointer[slog.Logger]
 
 // logMu orders SetLogger calls. A handler never waits for it: see pending.
@@ -47,7 +42,7 @@ type pendingLogger struct{ l *slog.Logger }
 // place when it is done, after its own logger, and SetLogger returns nil at once. A panic in a
 // handler (Enabled or Handle) loses that record and is reported like a callback's panic.
 func SetLogger(l *slog.Logger) error {
-	if C.cuzkGoOnLogThread() != 0 {
+	if raw.OnLogThread() {
 		if !logMu.TryLock() {
 			pending.Store(&pendingLogger{l})
 			// The holder may have let logMu go before it could see the request.
@@ -78,11 +73,10 @@ func unlockLogMu() {
 	}
 }
 
-// setLogger does SetLogger's work; logMu is held.
+// setLogger does SetLogger's work; logMu is held, so raw.LogSetCallback calls never overlap.
 func setLogger(l *slog.Logger) error {
-	var cerr C.cuzk_error
 	if l == nil {
-		err := takeError(C.cuzkGoLogSet(0, 0, &cerr), &cerr)
+		err := fromRaw(raw.LogSetCallback(nil, 0))
 		logger.Store(nil)
 		return err
 	}
@@ -92,18 +86,20 @@ func setLogger(l *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// The new logger is in place before the library calls the trampoline for it.
-	old := logger.Swap(l)
-	if err := takeError(C.cuzkGoLogSet(1, level, &cerr), &cerr); err != nil {
-		logger.Store(old)
-		return err
+	// Each logger gets a func of its own: the records logged before this call still go to the
+	// old logger's func, and the library never calls that func after this returns.
+	if err := raw.LogSetCallback(func(rec raw.LogRecord, target, message string) {
+		handle(l, rec, target, message)
+	}, level); err != nil {
+		return fromRaw(err)
 	}
+	logger.Store(l)
 	return nil
 }
 
 // levelOf is the most verbose library level l is enabled for (ERROR at least), or an
 // INVALID_ARGUMENT error where its handler's Enabled panics.
-func levelOf(l *slog.Logger) (level C.uint32_t, err error) {
+func levelOf(l *slog.Logger) (level uint32, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf("the logger's Enabled panicked: %v", p)}
@@ -112,7 +108,7 @@ func levelOf(l *slog.Logger) (level C.uint32_t, err error) {
 	level = 1
 	for n := len(slogLevels) - 1; n > 1; n-- {
 		if l.Enabled(context.Background(), slogLevels[n]) {
-			return C.uint32_t(n), nil
+			return uint32(n), nil
 		}
 	}
 	return level, nil
@@ -122,14 +118,10 @@ func levelOf(l *slog.Logger) (level C.uint32_t, err error) {
 var slogLevels = [...]slog.Level{slog.LevelError, slog.LevelError, slog.LevelWarn, slog.LevelInfo,
 	slog.LevelDebug, LevelTrace}
 
-//export goCuzkLog
-func goCuzkLog(rec *C.cuzk_log_record) {
-	l := logger.Load()
-	if l == nil {
-		return
-	}
+// handle passes one library record to l, on the library's log thread.
+func handle(l *slog.Logger, rec raw.LogRecord, target, message string) {
 	level := slog.LevelInfo
-	if n := int(rec.level); n >= 1 && n < len(slogLevels) {
+	if n := int(rec.Level); n >= 1 && n < len(slogLevels) {
 		level = slogLevels[n]
 	}
 	defer func() {
@@ -143,7 +135,7 @@ func goCuzkLog(rec *C.cuzk_log_record) {
 	if !l.Enabled(ctx, level) {
 		return
 	}
-	r := slog.NewRecord(time.UnixMicro(int64(rec.unix_us)), level, C.GoString(rec.message), 0)
-	r.AddAttrs(slog.String("target", C.GoString(rec.target)))
+	r := slog.NewRecord(time.UnixMicro(int64(rec.UnixUs)), level, message, 0)
+	r.AddAttrs(slog.String("target", target))
 	_ = l.Handler().Handle(ctx, r)
 }

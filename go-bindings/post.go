@@ -1,17 +1,12 @@
 package cuzk
 
-/*
-#include <stdlib.h>
-#include "cuzk.h"
-*/
-import "C"
-
 import (
 	"context"
-	"unsafe"
 
 	"github.com/filecoin-project/go-state-types/abi"
 	"github.com/filecoin-project/go-state-types/proof"
+
+	"github.com/cuzk-project/cuzk/go-bindings/raw"
 )
 
 // PartitionProof is one WindowPoSt partition's proof, as filecoin-ffi's
@@ -33,57 +28,34 @@ type PoStRequest struct {
 	Priority int32
 }
 
-// postRequest fills a C request for r. The vanilla proofs and the array of their slices are
-// copied into C memory (cgo forbids Go pointers in memory passed to C); free releases them,
-// once.
-func postRequest(r PoStRequest) (req C.cuzk_post_request, free func(), err error) {
+// postRequest fills the raw request for r. The vanilla proofs travel beside it: raw copies them,
+// and the array of their slices, into C memory for the call (cgo forbids Go pointers in memory
+// passed to C) and frees them, once, whatever the outcome.
+func postRequest(r PoStRequest) (raw.PostRequest, error) {
+	req := raw.PostRequestDefault()
 	if len(r.Randomness) != 32 {
-		return req, func() {}, &Error{Status: StatusInvalidArgument, Message: "randomness is not 32 bytes"}
+		return req, &Error{Status: StatusInvalidArgument, Message: "randomness is not 32 bytes"}
 	}
-	C.cuzk_post_request_default(&req)
-	req.registered_proof = C.int64_t(r.ProofType)
-	req.priority = C.int32_t(r.Priority)
-	req.partition_index = C.int64_t(r.Partition)
-	pid := ProverID(r.MinerID)
-	for i := range pid {
-		req.prover_id[i] = C.uint8_t(pid[i])
-	}
-	for i := range r.Randomness {
-		req.randomness[i] = C.uint8_t(r.Randomness[i])
-	}
-	req.randomness[31] &= 0x3f
-	n := len(r.VanillaProofs)
-	if n == 0 {
-		return req, func() {}, nil
-	}
-	slices := (*[1 << 28]C.cuzk_slice)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.cuzk_slice{}))))[:n:n]
-	for i, p := range r.VanillaProofs {
-		slices[i].ptr = (*C.uint8_t)(C.CBytes(p))
-		slices[i].len = C.size_t(len(p))
-	}
-	req.vanilla_proofs = &slices[0]
-	req.vanilla_count = C.size_t(n)
-	return req, func() {
-		for i := range slices {
-			C.free(unsafe.Pointer(slices[i].ptr))
-		}
-		C.free(unsafe.Pointer(&slices[0]))
-	}, nil
+	req.RegisteredProof = int64(r.ProofType)
+	req.Priority = r.Priority
+	req.PartitionIndex = r.Partition
+	req.ProverID = ProverID(r.MinerID)
+	copy(req.Randomness[:], r.Randomness)
+	req.Randomness[31] &= 0x3f
+	return req, nil
 }
 
 // generatePoSt proves r on the global engine (started with defaults if none runs), blocking.
 func generatePoSt(r PoStRequest) ([]byte, error) {
-	req, free, err := postRequest(r)
-	defer free()
+	req, err := postRequest(r)
 	if err != nil {
 		return nil, err
 	}
-	var out C.cuzk_bytes
-	var cerr C.cuzk_error
-	if err := takeError(C.cuzk_generate_post(&req, &out, &cerr), &cerr); err != nil {
-		return nil, err
+	b, err := raw.GeneratePost(req, r.VanillaProofs)
+	if err != nil {
+		return nil, fromRaw(err)
 	}
-	return takeBytes(&out), nil
+	return b, nil
 }
 
 // wholePoSt proves every partition of a PoSt on the global engine: one proof of the type.
@@ -129,15 +101,13 @@ func (e *Engine) SubmitPoSt(ctx context.Context, r PoStRequest) (JobID, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	req, free, err := postRequest(r)
-	defer free()
+	req, err := postRequest(r)
 	if err != nil {
 		return 0, err
 	}
-	var id C.uint64_t
-	var cerr C.cuzk_error
-	if err := takeError(C.cuzk_post_submit(&req, &id, &cerr), &cerr); err != nil {
-		return 0, err
+	id, err := raw.PostSubmit(req, r.VanillaProofs)
+	if err != nil {
+		return 0, fromRaw(err)
 	}
 	return JobID(id), nil
 }

@@ -1,16 +1,13 @@
 package cuzk
 
-/*
-#include "cuzk.h"
-*/
-import "C"
-
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
 
 	"github.com/filecoin-project/go-state-types/abi"
+
+	"github.com/cuzk-project/cuzk/go-bindings/raw"
 )
 
 // Device is one prover device in a [Status] (the CPU prover counts as one).
@@ -124,17 +121,16 @@ type ClassStatus struct {
 }
 
 func (e *Engine) metrics(format uint32) ([]byte, error) {
-	var out C.cuzk_bytes
-	var cerr C.cuzk_error
-	if err := takeError(C.cuzk_engine_metrics(C.uint32_t(format), &out, &cerr), &cerr); err != nil {
-		return nil, err
+	b, err := raw.EngineMetrics(format)
+	if err != nil {
+		return nil, fromRaw(err)
 	}
-	return takeBytes(&out), nil
+	return b, nil
 }
 
 // Status returns a snapshot of the running engine (ErrNotRunning after Close).
 func (e *Engine) Status() (*EngineStatus, error) {
-	b, err := e.metrics(1)
+	b, err := e.metrics(raw.MetricsJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +143,7 @@ func (e *Engine) Status() (*EngineStatus, error) {
 
 // Metrics returns the engine's state as Prometheus text exposition (format 0.0.4).
 func (e *Engine) Metrics() ([]byte, error) {
-	return e.metrics(0)
+	return e.metrics(raw.MetricsText)
 }
 
 // MetricsHandler serves [Engine.Metrics] for a Prometheus scrape (mount it at /metrics, or
@@ -174,11 +170,11 @@ type AdmitReason uint32
 
 const (
 	// AdmitOK: it would start.
-	AdmitOK AdmitReason = C.CUZK_ADMIT_OK
+	AdmitOK AdmitReason = raw.AdmitOK
 	// AdmitMemory: not enough of the memory budget is free for one of its partitions.
-	AdmitMemory AdmitReason = C.CUZK_ADMIT_MEMORY
+	AdmitMemory AdmitReason = raw.AdmitMemory
 	// AdmitMaxJobs: Config.MaxJobs jobs are queued or running.
-	AdmitMaxJobs AdmitReason = C.CUZK_ADMIT_MAX_JOBS
+	AdmitMaxJobs AdmitReason = raw.AdmitMaxJobs
 )
 
 func (r AdmitReason) String() string {
@@ -238,27 +234,23 @@ type AdmissionOptions struct {
 // unsupported proof type (ErrInvalidArgument, ErrUnsupported), its parameters missing or
 // damaged (ErrParams: a job would fail), no engine (ErrNotRunning).
 func (e *Engine) Admission(proofType abi.RegisteredSealProof, opt AdmissionOptions) (Admission, error) {
-	var a C.cuzk_admission
-	a.struct_size = C.uint32_t(C.sizeof_cuzk_admission)
-	var cerr C.cuzk_error
-	st := C.cuzk_engine_admission(C.int64_t(proofType), C.int32_t(opt.Priority),
-		C.uint32_t(opt.FixturePartitions), C.uint32_t(opt.FixtureLayers), &a, &cerr)
-	if err := takeError(st, &cerr); err != nil {
-		return Admission{}, err
+	a, err := raw.EngineAdmission(int64(proofType), opt.Priority, opt.FixturePartitions, opt.FixtureLayers)
+	if err != nil {
+		return Admission{}, fromRaw(err)
 	}
 	return Admission{
-		Admit:            a.admit != 0,
-		Reason:           AdmitReason(a.reason),
-		PartitionsPerJob: uint32(a.partitions_per_job),
-		PartitionsFit:    uint64(a.partitions_fit),
-		JobsFit:          uint64(a.jobs_fit),
-		PartitionBytes:   uint64(a.partition_bytes),
-		ParamsBytes:      uint64(a.params_bytes),
-		QueuedBytes:      uint64(a.queued_bytes),
-		FreeBytes:        uint64(a.free_bytes),
-		JobSlots:         uint64(a.job_slots),
-		CPUFallbackBytes: uint64(a.cpu_fallback_bytes),
-		CPUFallbackFits:  a.cpu_fallback_fits != 0,
+		Admit:            a.Admit != 0,
+		Reason:           AdmitReason(a.Reason),
+		PartitionsPerJob: a.PartitionsPerJob,
+		PartitionsFit:    a.PartitionsFit,
+		JobsFit:          a.JobsFit,
+		PartitionBytes:   a.PartitionBytes,
+		ParamsBytes:      a.ParamsBytes,
+		QueuedBytes:      a.QueuedBytes,
+		FreeBytes:        a.FreeBytes,
+		JobSlots:         a.JobSlots,
+		CPUFallbackBytes: a.CPUFallbackBytes,
+		CPUFallbackFits:  a.CPUFallbackFits != 0,
 	}, nil
 }
 

@@ -1,17 +1,13 @@
 package cuzk
 
-/*
-#include "cuzk.h"
-extern cuzk_status cuzkGoTimelineRegister(uintptr_t handle, uint64_t *id_out, cuzk_error *err);
-*/
-import "C"
-
 import (
 	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cuzk-project/cuzk/go-bindings/raw"
 )
 
 // EventKind is the kind of a timeline event; the numbers come from cuzk.h.
@@ -19,16 +15,16 @@ type EventKind uint32
 
 // Event kinds.
 const (
-	JobQueued    EventKind = C.CUZK_EVENT_KIND_JOB_QUEUED
-	SynthStart   EventKind = C.CUZK_EVENT_KIND_SYNTH_START
-	SynthEnd     EventKind = C.CUZK_EVENT_KIND_SYNTH_END
-	ChanSend     EventKind = C.CUZK_EVENT_KIND_CHAN_SEND
-	GPUPickup    EventKind = C.CUZK_EVENT_KIND_GPU_PICKUP
-	GPUStart     EventKind = C.CUZK_EVENT_KIND_GPU_START
-	GPUEnd       EventKind = C.CUZK_EVENT_KIND_GPU_END
-	JobDone      EventKind = C.CUZK_EVENT_KIND_JOB_DONE
-	JobFailedEv  EventKind = C.CUZK_EVENT_KIND_JOB_FAILED
-	JobCancelled EventKind = C.CUZK_EVENT_KIND_JOB_CANCELLED
+	JobQueued    EventKind = EventKind(raw.EventKindJobQueued)
+	SynthStart   EventKind = EventKind(raw.EventKindSynthStart)
+	SynthEnd     EventKind = EventKind(raw.EventKindSynthEnd)
+	ChanSend     EventKind = EventKind(raw.EventKindChanSend)
+	GPUPickup    EventKind = EventKind(raw.EventKindGPUPickup)
+	GPUStart     EventKind = EventKind(raw.EventKindGPUStart)
+	GPUEnd       EventKind = EventKind(raw.EventKindGPUEnd)
+	JobDone      EventKind = EventKind(raw.EventKindJobDone)
+	JobFailedEv  EventKind = EventKind(raw.EventKindJobFailed)
+	JobCancelled EventKind = EventKind(raw.EventKindJobCancelled)
 )
 
 var kindNames = map[EventKind]string{JobQueued: "JOB_QUEUED", SynthStart: "SYNTH_START",
@@ -43,7 +39,7 @@ func (k EventKind) String() string {
 }
 
 // NoPartition is the Partition of job-level events.
-const NoPartition = uint32(C.CUZK_NO_PARTITION)
+const NoPartition = uint32(raw.NoPartition)
 
 // Event is one timeline event.
 type Event struct {
@@ -73,32 +69,22 @@ func SetPanicHandler(f func(recovered any)) { panicHandler.Store(&f) }
 // TimelinePanics is the number of panics recovered from timeline callbacks and log handlers.
 func TimelinePanics() uint64 { return panicCount.Load() }
 
-type sink struct {
-	fn func(Event)
-}
-
-// The callbacks by key. The library only holds the key (as its userdata), so an event that
-// arrives for a key no longer here is dropped instead of touching freed state.
-var (
-	sinksMu sync.RWMutex
-	sinks   = map[uintptr]*sink{}
-	nextKey uintptr
-)
-
-// deliver runs the Go callback with panic recovery. Called by the exported trampoline.
-func deliver(key uintptr, ev Event) {
-	sinksMu.RLock()
-	s := sinks[key]
-	sinksMu.RUnlock()
-	if s == nil {
-		return
-	}
+// deliver runs the Go callback with panic recovery, on the engine's timeline thread.
+func deliver(f func(Event), ev raw.TimelineEvent, detail string) {
 	defer func() {
 		if r := recover(); r != nil {
 			reportPanic(r)
 		}
 	}()
-	s.fn(ev)
+	f(Event{
+		Kind:      EventKind(ev.Kind),
+		Since:     time.Duration(ev.TUs) * time.Microsecond,
+		Job:       JobID(ev.JobID),
+		Partition: ev.Partition,
+		Worker:    ev.Worker,
+		Value:     ev.Value,
+		Detail:    detail,
+	})
 }
 
 // reportPanic counts a panic recovered from a callback and hands it to the panic handler.
@@ -119,27 +105,17 @@ func reportPanic(r any) {
 // f has seen every event recorded before the call (unless called from f itself) and is never
 // called again. The returned func may be called more than once, and after Close.
 func (e *Engine) OnTimeline(f func(Event)) (unregister func(), err error) {
-	sinksMu.Lock()
-	nextKey++
-	key := nextKey
-	sinks[key] = &sink{fn: f}
-	sinksMu.Unlock()
-	forget := func() {
-		sinksMu.Lock()
-		delete(sinks, key)
-		sinksMu.Unlock()
-	}
-	var id C.uint64_t
-	var cerr C.cuzk_error
-	if err := takeError(C.cuzkGoTimelineRegister(C.uintptr_t(key), &id, &cerr), &cerr); err != nil {
-		forget()
-		return nil, err
+	// raw keeps f in its table by key; the library holds only that key, so an event that
+	// arrives after unregister is dropped instead of touching freed state.
+	h, err := raw.TimelineRegister(func(ev raw.TimelineEvent, detail string) { deliver(f, ev, detail) })
+	if err != nil {
+		return nil, fromRaw(err)
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			C.cuzk_timeline_unregister(id)
-			forget()
+			// Fails only on an internal fault; f is forgotten either way.
+			_ = raw.TimelineUnregister(h)
 		})
 	}, nil
 }
