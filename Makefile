@@ -105,7 +105,7 @@ GO ?= go
 test-go: build fixtures
 	cd go-bindings && $(GO) vet ./... && CGO_ENABLED=1 $(GO) build ./cmd/cuzk-commit2
 	cd go-bindings && GOEXPERIMENT=cgocheck2 CUZK_GO_CONCURRENCY=$(CUZK_GO_CONCURRENCY) CUZK_TEST_C1=$(FIXTURE_C1) \
-	  $(GO) test -race -count=1 -timeout 80m -v . 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
+	  $(GO) test -race -count=1 -timeout 80m -v ./... 2>&1 | grep -Ev '^=== (RUN|PAUSE|CONT)'
 
 ## The `cuda` build on a machine without a GPU: it must load, say so once, and prove on the CPU.
 test-cuda: build-cuda fixtures

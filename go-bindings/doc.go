@@ -63,6 +63,16 @@
 // repository, `make go-pc` writes target/release/cuzk.pc and target/cuda/cuzk.pc for
 // pkg-config users.
 //
+// # Two layers
+//
+// This package is written on the subpackage [github.com/cuzk-project/cuzk/go-bindings/raw],
+// which holds all of the module's cgo: one thin Go function per C function of include/cuzk.h,
+// Go structs laid out as the C structs (checked against the header by its tests) and the
+// callbacks' trampolines. This package imports no "C". Use this package; use raw only for what
+// it alone gives (the fixed-layout engine report, the library's version and names, the
+// configuration's timeline file), keeping in mind that the engine and the log callback are one
+// per process and shared by both layers.
+//
 // # Schedulers and operators
 //
 // [Engine.Admission] and [Engine.CanAccept] answer whether one more job of a proof type

@@ -1,6 +1,8 @@
 // Package raw is the thin cgo layer of the cuzk Go binding: one Go function per C function of
-// include/cuzk.h that the binding uses, Go structs laid out as the C structs, and Go constants
-// for the header's enums and defines. Every `import "C"` of the module is in this package, with
+// include/cuzk.h, Go structs laid out as the C structs, and Go constants for the header's enums
+// and defines. (cuzk_engine_shutdown and cuzk_timeline_unregister are called in their _err
+// forms, which differ only by the error message; cuzk_bytes_free and cuzk_error_free are called
+// inside the package only, which frees everything the library returns.) Every `import "C"` of the module is in this package, with
 // the link flags, the C shims and the callbacks' exported trampolines; the package
 // github.com/cuzk-project/cuzk/go-bindings (package cuzk) is written on top of it and imports
 // no "C" at all.
