@@ -498,14 +498,13 @@ impl Config {
 mod tests {
     use super::{Config, GpuParams};
 
-    /// `matches` compares every setting: a configuration that differs from the running one in
-    /// any single field (given explicitly) does not match, and the same one does. The
-    /// destructuring names every field, so a new field does not compile until it is listed.
-    #[test]
-    fn every_setting_is_part_of_what_must_match() {
+    type Change = fn(&mut Config);
+
+    /// A configuration with every optional setting given.
+    fn every_setting_given() -> Config {
         use super::SynthesisMode;
         use std::{path::PathBuf, time::Duration};
-        let base = Config {
+        Config {
             synthesis_workers: 3,
             synthesis_lookahead: 1,
             memory_budget: 1 << 30,
@@ -529,25 +528,30 @@ mod tests {
             allow_random_params: Some(false),
             recording_wait: Some(Duration::from_secs(11)),
             gpu_room_wait: Some(Duration::from_secs(12)),
-        };
-        let running = base.clone().resolved();
-        assert!(base.matches(&running), "the same configuration must match");
+        }
+    }
+
+    /// One change of each field of a configuration, by name. The destructuring names every
+    /// field, so a new field does not compile until it is listed here.
+    fn one_change_per_field(base: &Config) -> Vec<(&'static str, Change)> {
+        use super::SynthesisMode;
+        use std::{path::PathBuf, time::Duration};
         let Config {
-            synthesis_workers,
-            synthesis_lookahead,
-            memory_budget,
+            synthesis_workers: _,
+            synthesis_lookahead: _,
+            memory_budget: _,
             params_dir: _,
-            self_check,
-            timeline_stderr,
+            self_check: _,
+            timeline_stderr: _,
             timeline_file: _,
             devices: _,
-            gpu_batch,
+            gpu_batch: _,
             gpu_wait_blocking: _,
             synthesis_nice: _,
-            job_retention,
-            max_jobs,
-            max_c1_bytes,
-            device_cooldown,
+            job_retention: _,
+            max_jobs: _,
+            max_c1_bytes: _,
+            device_cooldown: _,
             synthesis: _,
             pce_dir: _,
             gpu_params: _,
@@ -556,87 +560,52 @@ mod tests {
             allow_random_params: _,
             recording_wait: _,
             gpu_room_wait: _,
-        } = base.clone();
-        type Change = Box<dyn Fn(&mut Config)>;
-        let changes: Vec<(&str, Change)> = vec![
-            (
-                "synthesis_workers",
-                Box::new(move |c| c.synthesis_workers = synthesis_workers + 1),
-            ),
-            (
-                "synthesis_lookahead",
-                Box::new(move |c| c.synthesis_lookahead = synthesis_lookahead + 1),
-            ),
-            (
-                "memory_budget",
-                Box::new(move |c| c.memory_budget = memory_budget * 2),
-            ),
-            (
-                "params_dir",
-                Box::new(|c| c.params_dir = PathBuf::from("/other")),
-            ),
-            ("self_check", Box::new(move |c| c.self_check = !self_check)),
-            (
-                "timeline_stderr",
-                Box::new(move |c| c.timeline_stderr = !timeline_stderr),
-            ),
-            (
-                "timeline_file",
-                Box::new(|c| c.timeline_file = Some(PathBuf::from("/t"))),
-            ),
-            ("devices", Box::new(|c| c.devices = "0".into())),
-            ("gpu_batch", Box::new(move |c| c.gpu_batch = gpu_batch + 1)),
-            (
-                "gpu_wait_blocking",
-                Box::new(|c| c.gpu_wait_blocking = Some(false)),
-            ),
-            ("synthesis_nice", Box::new(|c| c.synthesis_nice = Some(6))),
-            (
-                "job_retention",
-                Box::new(move |c| c.job_retention = job_retention * 2),
-            ),
-            ("max_jobs", Box::new(move |c| c.max_jobs = max_jobs + 1)),
-            (
-                "max_c1_bytes",
-                Box::new(move |c| c.max_c1_bytes = max_c1_bytes + 1),
-            ),
-            (
-                "device_cooldown",
-                Box::new(move |c| c.device_cooldown = device_cooldown * 2),
-            ),
-            (
-                "synthesis",
-                Box::new(|c| c.synthesis = Some(SynthesisMode::Full)),
-            ),
-            (
-                "pce_dir",
-                Box::new(|c| c.pce_dir = PathBuf::from("/other-pce")),
-            ),
-            (
-                "gpu_params",
-                Box::new(|c| c.gpu_params = Some(GpuParams::Streamed)),
-            ),
-            (
-                "gpu_mem_limit",
-                Box::new(|c| c.gpu_mem_limit = Some(16 << 30)),
-            ),
-            (
-                "gpu_call_timeout",
-                Box::new(|c| c.gpu_call_timeout = Some(Duration::ZERO)),
-            ),
-            (
-                "allow_random_params",
-                Box::new(|c| c.allow_random_params = Some(true)),
-            ),
-            (
-                "recording_wait",
-                Box::new(|c| c.recording_wait = Some(Duration::from_secs(1))),
-            ),
-            (
-                "gpu_room_wait",
-                Box::new(|c| c.gpu_room_wait = Some(Duration::ZERO)),
-            ),
-        ];
+        } = base;
+        vec![
+            ("synthesis_workers", |c| c.synthesis_workers += 1),
+            ("synthesis_lookahead", |c| c.synthesis_lookahead += 1),
+            ("memory_budget", |c| c.memory_budget *= 2),
+            ("params_dir", |c| c.params_dir = PathBuf::from("/other")),
+            ("self_check", |c| c.self_check = !c.self_check),
+            ("timeline_stderr", |c| {
+                c.timeline_stderr = !c.timeline_stderr
+            }),
+            ("timeline_file", |c| {
+                c.timeline_file = Some(PathBuf::from("/t"))
+            }),
+            ("devices", |c| c.devices = "0".into()),
+            ("gpu_batch", |c| c.gpu_batch += 1),
+            ("gpu_wait_blocking", |c| c.gpu_wait_blocking = Some(false)),
+            ("synthesis_nice", |c| c.synthesis_nice = Some(6)),
+            ("job_retention", |c| c.job_retention *= 2),
+            ("max_jobs", |c| c.max_jobs += 1),
+            ("max_c1_bytes", |c| c.max_c1_bytes += 1),
+            ("device_cooldown", |c| c.device_cooldown *= 2),
+            ("synthesis", |c| c.synthesis = Some(SynthesisMode::Full)),
+            ("pce_dir", |c| c.pce_dir = PathBuf::from("/other-pce")),
+            ("gpu_params", |c| c.gpu_params = Some(GpuParams::Streamed)),
+            ("gpu_mem_limit", |c| c.gpu_mem_limit = Some(16 << 30)),
+            ("gpu_call_timeout", |c| {
+                c.gpu_call_timeout = Some(Duration::ZERO)
+            }),
+            ("allow_random_params", |c| {
+                c.allow_random_params = Some(true)
+            }),
+            ("recording_wait", |c| {
+                c.recording_wait = Some(Duration::from_secs(1))
+            }),
+            ("gpu_room_wait", |c| c.gpu_room_wait = Some(Duration::ZERO)),
+        ]
+    }
+
+    /// `matches` compares every setting: a configuration that differs from the running one in
+    /// any single field (given explicitly) does not match, and the same one does.
+    #[test]
+    fn every_setting_is_part_of_what_must_match() {
+        let base = every_setting_given();
+        let running = base.clone().resolved();
+        assert!(base.matches(&running), "the same configuration must match");
+        let changes = one_change_per_field(&base);
         assert_eq!(changes.len(), 23, "one change per field of Config");
         for (name, change) in &changes {
             let mut other = base.clone();

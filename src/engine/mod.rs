@@ -242,6 +242,115 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// The engine's shared state, with one device status per device of each backend.
+    fn new(
+        cfg: Config,
+        backends: Vec<Box<dyn ProverBackend>>,
+        fallback: Box<dyn ProverBackend>,
+    ) -> Result<Inner> {
+        cfg.check()?;
+        // Synthesis yields to the GPU call's host-side work by default (needs the backends).
+        let cfg = cfg.with_nice_for(backends.iter().any(|b| b.is_gpu()));
+        let mut slot_base = Vec::new();
+        let mut devices = Vec::new();
+        for b in &backends {
+            slot_base.push(devices.len());
+            devices.extend(b.devices().into_iter().map(|name| DeviceStatus {
+                name,
+                enabled: true,
+                ..Default::default()
+            }));
+        }
+        let timeline = Timeline::start(Instant::now(), "cuzk-timeline")?;
+        let budget = Budget::new(cfg.memory_budget);
+        Ok(Inner {
+            pce: PceCache::new(cfg.pce_dir.clone(), budget.clone()),
+            budget,
+            srs: SrsCache::new(cfg.params_dir.clone()),
+            jobs: JobTable::new(cfg.job_retention, cfg.max_jobs),
+            synth_q: PriorityQueue::default(),
+            prove_q: PriorityQueue::default(),
+            retry_q: PriorityQueue::default(),
+            retry_held: AtomicU64::new(0),
+            running: AtomicBool::new(true),
+            timeline,
+            counters: Counters::default(),
+            abandoned: backends.iter().map(|_| Default::default()).collect(),
+            room_wait: backends.iter().map(|_| Default::default()).collect(),
+            call_times: Default::default(),
+            backends,
+            slot_base,
+            fallback,
+            prepared: Mutex::new(HashSet::new()),
+            prepare_said: Mutex::new(HashSet::new()),
+            others_room: Mutex::new(HashMap::new()),
+            native_off: Mutex::new(HashMap::new()),
+            params_ids: Mutex::new(HashMap::new()),
+            probes: Mutex::new(vec![Probe::default(); devices.len()]),
+            inside_given_up: Mutex::new(vec![0; devices.len()]),
+            devices: Mutex::new(devices),
+            cfg,
+        })
+    }
+}
+
+/// Starts the synthesis workers, one prover worker per backend, the CPU retry worker and the
+/// loading of the recordings on disk. On a failure, stops what was started and says why.
+fn spawn_workers(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>> {
+    type Work = Box<dyn FnOnce(&Arc<Inner>) + Send>;
+    let workers = (0..inner.cfg.synthesis_workers)
+        .map(|w| {
+            (
+                format!("cuzk-synth-{w}"),
+                Box::new(move |i: &Arc<Inner>| synth_worker(i, w)) as Work,
+            )
+        })
+        .chain((0..inner.backends.len()).map(|d| {
+            (
+                format!("cuzk-prove-{d}"),
+                Box::new(move |i: &Arc<Inner>| prove_worker(i, d)) as Work,
+            )
+        }))
+        .chain(std::iter::once((
+            "cuzk-cpu-retry".to_string(),
+            Box::new(|i: &Arc<Inner>| retry_worker(i)) as Work,
+        )));
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    for (name, work) in workers {
+        let i = inner.clone();
+        match std::thread::Builder::new()
+            .name(name)
+            .spawn(move || work(&i))
+        {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                // Stop what was started before reporting.
+                inner.running.store(false, Ordering::Release);
+                inner.synth_q.close();
+                inner.prove_q.close();
+                inner.retry_q.close();
+                threads.into_iter().for_each(|t| drop(t.join()));
+                return Err(Error::internal(format!(
+                    "cannot start a worker thread: {e}"
+                )));
+            }
+        }
+    }
+    // The recordings on disk load while the first job reads its parameters.
+    {
+        let i = inner.clone();
+        match std::thread::Builder::new()
+            .name("cuzk-pce-scan".into())
+            .spawn(move || synth::preload_recordings(&i))
+        {
+            Ok(t) => threads.push(t),
+            Err(e) => log::warn!("cannot start loading the recordings on disk: {e}"),
+        }
+    }
+    Ok(threads)
+}
+
 /// The engine. Dropping the last handle shuts it down.
 pub struct Engine {
     inner: Arc<Inner>,
@@ -298,99 +407,8 @@ impl Engine {
                 "at least one prover backend is needed",
             ));
         }
-        cfg.check()?;
-        // Synthesis yields to the GPU call's host-side work by default (needs the backends).
-        let cfg = cfg.with_nice_for(backends.iter().any(|b| b.is_gpu()));
-        let mut slot_base = Vec::new();
-        let mut devices = Vec::new();
-        for b in &backends {
-            slot_base.push(devices.len());
-            devices.extend(b.devices().into_iter().map(|name| DeviceStatus {
-                name,
-                enabled: true,
-                ..Default::default()
-            }));
-        }
-        let timeline = Timeline::start(Instant::now(), "cuzk-timeline")?;
-        let budget = Budget::new(cfg.memory_budget);
-        let inner = Arc::new(Inner {
-            pce: PceCache::new(cfg.pce_dir.clone(), budget.clone()),
-            budget,
-            srs: SrsCache::new(cfg.params_dir.clone()),
-            jobs: JobTable::new(cfg.job_retention, cfg.max_jobs),
-            synth_q: PriorityQueue::default(),
-            prove_q: PriorityQueue::default(),
-            retry_q: PriorityQueue::default(),
-            retry_held: AtomicU64::new(0),
-            running: AtomicBool::new(true),
-            timeline,
-            counters: Counters::default(),
-            abandoned: backends.iter().map(|_| Default::default()).collect(),
-            room_wait: backends.iter().map(|_| Default::default()).collect(),
-            call_times: Default::default(),
-            backends,
-            slot_base,
-            fallback,
-            prepared: Mutex::new(HashSet::new()),
-            prepare_said: Mutex::new(HashSet::new()),
-            others_room: Mutex::new(HashMap::new()),
-            native_off: Mutex::new(HashMap::new()),
-            params_ids: Mutex::new(HashMap::new()),
-            probes: Mutex::new(vec![Probe::default(); devices.len()]),
-            inside_given_up: Mutex::new(vec![0; devices.len()]),
-            devices: Mutex::new(devices),
-            cfg,
-        });
-        type Work = Box<dyn FnOnce(&Arc<Inner>) + Send>;
-        let workers = (0..inner.cfg.synthesis_workers)
-            .map(|w| {
-                (
-                    format!("cuzk-synth-{w}"),
-                    Box::new(move |i: &Arc<Inner>| synth_worker(i, w)) as Work,
-                )
-            })
-            .chain((0..inner.backends.len()).map(|d| {
-                (
-                    format!("cuzk-prove-{d}"),
-                    Box::new(move |i: &Arc<Inner>| prove_worker(i, d)) as Work,
-                )
-            }))
-            .chain(std::iter::once((
-                "cuzk-cpu-retry".to_string(),
-                Box::new(|i: &Arc<Inner>| retry_worker(i)) as Work,
-            )));
-        let mut threads: Vec<JoinHandle<()>> = Vec::new();
-        for (name, work) in workers {
-            let i = inner.clone();
-            match std::thread::Builder::new()
-                .name(name)
-                .spawn(move || work(&i))
-            {
-                Ok(t) => threads.push(t),
-                Err(e) => {
-                    // Stop what was started before reporting.
-                    inner.running.store(false, Ordering::Release);
-                    inner.synth_q.close();
-                    inner.prove_q.close();
-                    inner.retry_q.close();
-                    threads.into_iter().for_each(|t| drop(t.join()));
-                    return Err(Error::internal(format!(
-                        "cannot start a worker thread: {e}"
-                    )));
-                }
-            }
-        }
-        // The recordings on disk load while the first job reads its parameters.
-        {
-            let i = inner.clone();
-            match std::thread::Builder::new()
-                .name("cuzk-pce-scan".into())
-                .spawn(move || synth::preload_recordings(&i))
-            {
-                Ok(t) => threads.push(t),
-                Err(e) => log::warn!("cannot start loading the recordings on disk: {e}"),
-            }
-        }
+        let inner = Arc::new(Inner::new(cfg, backends, fallback)?);
+        let threads = spawn_workers(&inner)?;
         log::info!(
             "cuzk engine started: {} synthesis workers, devices [{}], budget {} MiB, params {}",
             inner.cfg.synthesis_workers,
@@ -408,12 +426,18 @@ impl Engine {
             threads: Mutex::new(threads),
             shut_down: Mutex::new(false),
         };
-        if engine.inner.cfg.timeline_stderr {
-            engine.add_timeline_sink(Arc::new(|ev| {
+        engine.add_config_sinks()?;
+        Ok(engine)
+    }
+
+    /// The timeline sinks the configuration asks for: stderr lines and a file.
+    fn add_config_sinks(&self) -> Result<()> {
+        if self.inner.cfg.timeline_stderr {
+            self.add_timeline_sink(Arc::new(|ev| {
                 eprintln!("{}", crate::timeline::log_line(ev))
             }));
         }
-        if let Some(path) = &engine.inner.cfg.timeline_file {
+        if let Some(path) = &self.inner.cfg.timeline_file {
             let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -425,13 +449,13 @@ impl Engine {
                     ))
                 })?;
             let out = Mutex::new(std::io::LineWriter::new(file));
-            engine.add_timeline_sink(Arc::new(move |ev| {
+            self.add_timeline_sink(Arc::new(move |ev| {
                 use std::io::Write;
                 // A full disk must not stop proving: the line is dropped.
                 let _ = writeln!(out.lock(), "{}", crate::timeline::log_line(ev));
             }));
         }
-        Ok(engine)
+        Ok(())
     }
 
     /// The configuration in force (automatic values resolved).

@@ -22,6 +22,7 @@ use super::{
     Inner,
 };
 use crate::{
+    budget::Reservation,
     error::{catch, Error, Result, Status},
     params::{HostPath, Srs},
     pce,
@@ -525,6 +526,52 @@ pub(super) fn synth_worker(inner: &Arc<Inner>, w: usize) {
     }
 }
 
+/// Reserves `bytes` of the memory budget for partition `k` of `job`; None where the job or the
+/// engine ended while it waited for room.
+fn reserve(inner: &Inner, job: &Job, k: usize, bytes: u64) -> Result<Option<Reservation>> {
+    let stop = || inner.give_up(job);
+    match inner
+        .budget
+        .acquire(bytes, &format!("partition {k} of job {}", job.id), stop)
+    {
+        Ok(r) => Ok(Some(r)),
+        Err(e) if matches!(e.status, Status::Cancelled | Status::NotRunning) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Hands a synthesized partition on: to the prover queue, or, where `check_again`, to the CPU
+/// retry worker.
+fn hand_on(inner: &Inner, w: usize, key: Key, item: ProveItem, check_again: bool) -> Result<()> {
+    let (job, k) = (item.job.clone(), item.partition);
+    if check_again {
+        // On the CPU, on the slot of the device that made the first proof (for its events).
+        let slot = job.state.lock().reports[k].device;
+        let again = RetryItem {
+            item,
+            slot,
+            pickup: Instant::now(),
+            r: Fr::random(OsRng),
+            s: Fr::random(OsRng),
+        };
+        return push_retry(inner, again)
+            .map_err(|()| Error::new(Status::NotRunning, "the engine was shut down"));
+    }
+    inner
+        .timeline
+        .emit(EventKind::ChanSend, job.id, k as u32, w as u32, 0, "");
+    if inner.prove_q.push(key, item).is_err() {
+        return Err(Error::new(Status::NotRunning, "the engine was shut down"));
+    }
+    // A job that ended between the check above and the push (its queued items were taken out
+    // before this one arrived) must not leave this partition's memory in the queue.
+    if job.stopped() {
+        let id = job.id;
+        drop(inner.prove_q.remove_if(|it| it.job.id == id));
+    }
+    Ok(())
+}
+
 /// Synthesizes partition `k` of `job` and hands it on: to the prover queue, or, where
 /// `check_again` (its first proof failed the self-check), synthesized in full to the CPU
 /// retry worker.
@@ -558,16 +605,9 @@ fn synthesize_one(
         plan(inner, circuits.params_id(), &srs)
     };
     let bytes = inner.partition_bytes(circuits.params_id(), &srs, plan.path);
-    let stop = || inner.give_up(job);
-    let reservation =
-        match inner
-            .budget
-            .acquire(bytes, &format!("partition {k} of job {}", job.id), stop)
-        {
-            Ok(r) => r,
-            Err(e) if matches!(e.status, Status::Cancelled | Status::NotRunning) => return Ok(()),
-            Err(e) => return Err(e),
-        };
+    let Some(reservation) = reserve(inner, job, k, bytes)? else {
+        return Ok(());
+    };
     let start = Instant::now();
     inner
         .timeline
@@ -612,11 +652,8 @@ fn synthesize_one(
     {
         let mut st = job.state.lock();
         let r = &mut st.reports[k];
-        r.partition = k;
-        r.queue_ms = ms(start - job.submitted);
-        r.synth_ms = synth_ms;
-        r.synth_worker = w;
-        r.reserved_bytes = bytes;
+        (r.partition, r.queue_ms, r.synth_ms) = (k, ms(start - job.submitted), synth_ms);
+        (r.synth_worker, r.reserved_bytes) = (w, bytes);
         st.paths[k] = path;
     }
     if job.stopped() {
@@ -631,30 +668,5 @@ fn synthesize_one(
         synth_end,
         room_since: None,
     };
-    if check_again {
-        // On the CPU, on the slot of the device that made the first proof (for its events).
-        let slot = job.state.lock().reports[k].device;
-        let again = RetryItem {
-            item,
-            slot,
-            pickup: Instant::now(),
-            r: Fr::random(OsRng),
-            s: Fr::random(OsRng),
-        };
-        return push_retry(inner, again)
-            .map_err(|()| Error::new(Status::NotRunning, "the engine was shut down"));
-    }
-    inner
-        .timeline
-        .emit(EventKind::ChanSend, job.id, k as u32, w as u32, 0, "");
-    if inner.prove_q.push(key, item).is_err() {
-        return Err(Error::new(Status::NotRunning, "the engine was shut down"));
-    }
-    // A job that ended between the check above and the push (its queued items were taken out
-    // before this one arrived) must not leave this partition's memory in the queue.
-    if job.stopped() {
-        let id = job.id;
-        drop(inner.prove_q.remove_if(|it| it.job.id == id));
-    }
-    Ok(())
+    hand_on(inner, w, key, item, check_again)
 }

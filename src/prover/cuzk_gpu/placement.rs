@@ -12,12 +12,28 @@ use super::{
 use crate::{
     budget::Reservation,
     error::{Error, Result, Status},
-    params::{Bases, BasesPiece, Srs, PIECE_HOST_BYTES},
+    params::{Bases, BasesPiece, Layout, Srs, PIECE_HOST_BYTES},
     sys::{
         cuda,
         gpu_prover::{self, DeviceSrs, PinnedBases},
     },
 };
+
+/// The layout of `srs`'s bases and their point counts (h, l, a, b_g1, b_g2), refusing a file
+/// whose B points in G1 and G2 differ in number.
+fn checked_layout(srs: &Srs) -> Result<(Layout, [usize; 5])> {
+    let layout = srs.bases_layout()?;
+    let counts = layout.counts.map(|c| c as usize);
+    if counts[3] != counts[4] {
+        return Err(Error::params(format!(
+            "{}: {} B points in G1 and {} in G2: damaged parameters; fetch them again",
+            srs.path.display(),
+            counts[3],
+            counts[4]
+        )));
+    }
+    Ok((layout, counts))
+}
 
 impl CuzkGpuProver {
     /// What GPU `g` holds of `srs`'s parameters (this version of them), if anything.
@@ -109,19 +125,10 @@ impl CuzkGpuProver {
                 .map(|&(i, _)| (i, failed(srs, e.clone())))
                 .collect()
         };
-        let layout = match srs.bases_layout() {
-            Ok(layout) => layout,
+        let (layout, counts) = match checked_layout(srs) {
+            Ok(l) => l,
             Err(e) => return all_fail(e),
         };
-        let counts = layout.counts.map(|c| c as usize);
-        if counts[3] != counts[4] {
-            return all_fail(Error::params(format!(
-                "{}: {} B points in G1 and {} in G2: damaged parameters; fetch them again",
-                srs.path.display(),
-                counts[3],
-                counts[4]
-            )));
-        }
         let _pieces = match host_room(srs, PIECE_HOST_BYTES) {
             Ok(r) => r,
             Err(e) => return all_fail(e),
@@ -180,39 +187,43 @@ impl CuzkGpuProver {
             return out;
         }
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        for (i, plan, dev) in filling {
-            let gpu = &self.gpus[i];
-            // Every point read went to the device: a copy with points missing never proves.
-            if dev.unfilled() != 0 {
-                let e = Error::internal(format!(
-                    "{}: the parameters {} were read with {} of their points not copied",
-                    gpu.name,
-                    srs.path.display(),
-                    dev.unfilled()
-                ));
-                out.push((i, failed(srs, e)));
-                continue;
-            }
-            log::info!(
-                "{}: parameters {} resident on the GPU ({} MiB; read and copied piece by piece \
-                 in {:.0} ms, {:.0} ms of it copying); {plan}",
+        out.extend(
+            filling
+                .into_iter()
+                .map(|(i, plan, dev)| (i, self.filled(i, plan, dev, srs, (ms, copy_ms)))),
+        );
+        out
+    }
+
+    /// What a GPU holds once every piece was read: its filled copy, or a failure where points
+    /// are missing (a copy with points missing never proves). `took` is the read's time and
+    /// the part of it spent copying, in ms.
+    fn filled(&self, i: usize, plan: Plan, dev: DeviceSrs, srs: &Srs, took: (f64, f64)) -> Held {
+        let gpu = &self.gpus[i];
+        if dev.unfilled() != 0 {
+            let e = Error::internal(format!(
+                "{}: the parameters {} were read with {} of their points not copied",
                 gpu.name,
                 srs.path.display(),
-                dev.bytes() >> 20,
-                ms,
-                copy_ms
-            );
-            out.push((
-                i,
-                Held::Loaded(Arc::new(Loaded {
-                    dev,
-                    generation: srs.generation,
-                    plan,
-                    _host_copy: None,
-                })),
+                dev.unfilled()
             ));
+            return failed(srs, e);
         }
-        out
+        log::info!(
+            "{}: parameters {} resident on the GPU ({} MiB; read and copied piece by piece \
+             in {:.0} ms, {:.0} ms of it copying); {plan}",
+            gpu.name,
+            srs.path.display(),
+            dev.bytes() >> 20,
+            took.0,
+            took.1
+        );
+        Held::Loaded(Arc::new(Loaded {
+            dev,
+            generation: srs.generation,
+            plan,
+            _host_copy: None,
+        }))
     }
 
     /// Pins the bases `b` in host memory, where `reservation` holds them in the budget, and
