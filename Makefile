@@ -12,7 +12,7 @@ CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -Iinclude
 DEADLINE = timeout --foreground --kill-after=30s
 CBUILD := tests/c/build
 
-.PHONY: all build build-cuda dev demo test fixtures header header-check test-rust test-c test-go test-cuda test-gpu go-pc go-pc-cuda dev-go clean
+.PHONY: all build build-cuda dev demo test fixtures header header-check size-check test-rust test-c test-go test-cuda test-gpu go-pc go-pc-cuda dev-go clean
 
 all: build
 
@@ -51,6 +51,11 @@ header:
 header-check:
 	scripts/gen-header.sh --check
 	$(CC) -fsyntax-only -std=c99 -Wall -Wextra -Werror -x c kernels/cuzk_kernels.h
+
+## Functions at a readable size: none in src/ or kernels/ over 100 lines (clippy.toml sets
+## clippy's too_many_lines to the same limit for those who run clippy).
+size-check:
+	python3 scripts/fn-length.py 100
 
 test-rust: fixtures
 	$(DEADLINE) 50m $(CARGO) test --release --locked || { echo "make test-rust: failed or past its 50-minute deadline" >&2; exit 1; }
@@ -178,7 +183,7 @@ dev-go: build-cuda
 	strip .dev/go/cuzk-go.test .dev/go/cuzk-commit2
 
 ## Everything CI runs.
-test: header-check test-rust test-c test-go test-cuda
+test: header-check size-check test-rust test-c test-go test-cuda
 
 clean:
 	$(CARGO) clean
