@@ -166,6 +166,46 @@ static bool bit_set(const uint64_t* bits, size_t i) { return (bits[i / 64] >> (i
 
 static bool is_fr(const cuzk_fr& v, const fr_t& x) { return memcmp(&v, &x, sizeof(fr_t)) == 0; }
 
+// A lean stage's scalar split, on the GPU: each of the L, A and B lists of the aux values (and
+// inputs) that are neither 0 nor 1, with their scalars, `n_oth` of them each; checked against
+// those counts, and timed into ms_split.
+static void split_lean(const gpu_t& gpu, cuzk_gpu_stage* g, const densities_t& dens,
+                       const uint32_t n_oth[3])
+{
+    const stage_shape_t& sh = g->sh;
+    cudaStream_t st = g->stream;
+    const fr_t one = fr_t::one();
+    auto t = clk::now();
+    const size_t wa = sh.words_aux();
+    const uint32_t ns[3] = {(uint32_t)sh.n_aux, (uint32_t)sh.na, (uint32_t)sh.nb};
+    cuzk_split_t l[3];
+    size_t off = 0, toff = 0;
+    for (int k = 0; k < 3; k++) {
+        l[k] = cuzk_split_t{g->split_idx.get() + off, g->split_cnt.get() + 2 * k,
+                            g->tail_s.get() + toff, ns[k], n_oth[k]};
+        off += ns[k];
+        toff += n_oth[k];
+    }
+    CUDA_OK(cudaMemsetAsync(g->split_cnt, 0, 6 * sizeof(uint32_t), st));
+    const int grid = gpu.sm_count() * 2;
+    if (sh.n_aux)
+        cuzk_split_aux<<<grid, 1024, 0, st>>>(
+            (uint32_t)sh.n_aux, g->classes, g->rank, g->oth_val, g->bits, g->pref,
+            (uint32_t)sh.n_inp, g->bits.get() + wa, g->pref.get() + wa, (uint32_t)dens.b_inp,
+            l[0], l[1], l[2]);
+    if (sh.n_inp)
+        cuzk_split_inputs<<<1, 1024, 0, st>>>((uint32_t)sh.n_inp, g->inp, g->bits.get() + 2 * wa,
+                                             g->pref.get() + 2 * wa, l[1], l[2], one);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaMemcpyAsync(g->cnt, g->split_cnt, 6 * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                            st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    for (int k = 0; k < 3; k++)
+        if (g->cnt[2 * k + 1] != n_oth[k] || (size_t)g->cnt[2 * k] + g->cnt[2 * k + 1] > ns[k])
+            throw cuzk_wrong_output{"the lean scalar split counted other than the witness holds"};
+    g->ms_split = ms_since(t);
+}
+
 // A lean stage's upload of a compact witness (cuzk_gpu_upload_witness): the witness's tables
 // checked on the host (every other listed once, in index order, and no class 3), the others'
 // ranks, one pass over the recording that checks every row without storing a, b or c, and the
@@ -239,35 +279,7 @@ static int upload_lean(const gpu_t& gpu, cuzk_gpu_stage* g, const cuzk_gpu_rec* 
         *bad_row = bad;
         return CUZK_KERNELS_OK;
     }
-    auto t = clk::now();
-    const size_t wa = sh.words_aux();
-    const uint32_t ns[3] = {(uint32_t)sh.n_aux, (uint32_t)sh.na, (uint32_t)sh.nb};
-    cuzk_split_t l[3];
-    size_t off = 0, toff = 0;
-    for (int k = 0; k < 3; k++) {
-        l[k] = cuzk_split_t{g->split_idx.get() + off, g->split_cnt.get() + 2 * k,
-                            g->tail_s.get() + toff, ns[k], n_oth[k]};
-        off += ns[k];
-        toff += n_oth[k];
-    }
-    CUDA_OK(cudaMemsetAsync(g->split_cnt, 0, 6 * sizeof(uint32_t), st));
-    const int grid = gpu.sm_count() * 2;
-    if (sh.n_aux)
-        cuzk_split_aux<<<grid, 1024, 0, st>>>(
-            (uint32_t)sh.n_aux, g->classes, g->rank, g->oth_val, g->bits, g->pref,
-            (uint32_t)sh.n_inp, g->bits.get() + wa, g->pref.get() + wa, (uint32_t)dens.b_inp,
-            l[0], l[1], l[2]);
-    if (sh.n_inp)
-        cuzk_split_inputs<<<1, 1024, 0, st>>>((uint32_t)sh.n_inp, g->inp, g->bits.get() + 2 * wa,
-                                             g->pref.get() + 2 * wa, l[1], l[2], one);
-    CUDA_OK(cudaGetLastError());
-    CUDA_OK(cudaMemcpyAsync(g->cnt, g->split_cnt, 6 * sizeof(uint32_t), cudaMemcpyDeviceToHost,
-                            st));
-    CUDA_OK(cudaStreamSynchronize(st));
-    for (int k = 0; k < 3; k++)
-        if (g->cnt[2 * k + 1] != n_oth[k] || (size_t)g->cnt[2 * k] + g->cnt[2 * k + 1] > ns[k])
-            throw cuzk_wrong_output{"the lean scalar split counted other than the witness holds"};
-    g->ms_split = ms_since(t);
+    split_lean(gpu, g, dens, n_oth);
     g->rec = r;
     g->loaded = true;
     return CUZK_KERNELS_OK;
@@ -275,6 +287,131 @@ static int upload_lean(const gpu_t& gpu, cuzk_gpu_stage* g, const cuzk_gpu_rec* 
 
 #define CUZK_CATCH                                                  \
     catch (const cuda_error& e) { put_err(err, errlen, e.what()); } \
+
+// h = (A*B - C)/Z, in order, into d[0] from the stage's a, b and c, timed by the events tm[0]
+// and tm[1] on the GPU's first stream. A lean stage evaluates a, b and c from its recording
+// into its two working vectors (a in d[0]; b, then c, in d[1]); a full stage holds them.
+static void h_chain(const gpu_t& gpu, const cuzk_gpu_stage* g, prove_ws_t& w, fr_t* const d[3])
+{
+    stream_t& sst = gpu[0];
+    cudaStream_t st = sst;
+    const uint32_t lg = g->sh.lg_domain;
+    const size_t domain = g->sh.domain();
+    const int sms = gpu.sm_count();
+    const cuzk_gpu_rec* rec = g->rec;
+    // h = icoset_ntt((A_c * B_c - C_c) / Z_c), the textbook chain of 7 NTTs (X_c: the
+    // coset NTT of intt(x); Z_c = g^n - 1 on the whole coset, g its generator), in 6:
+    // the coset iNTT is linear and undoes the coset NTT, so
+    //   h = (icoset_ntt(A_c * B_c) - intt(c)) / (g^n - 1),
+    // the same values for any a, b and c, c never going to the coset.
+    CUDA_OK(cudaEventRecord(w.tm[0], st));
+    fr_t z = group_gen;
+    for (uint32_t i = 0; i < lg; i++)
+        z ^= 2;
+    z = (z - fr_t::one()).reciprocal();  // 1 / (g^n - 1)
+    auto ntt = [&](fr_t* v, NTT::InputOutputOrder order, NTT::Direction dir, NTT::Type type) {
+        cuzk_ntt::NTT_internal(v, lg, order, dir, type, sst);
+    };
+    const fr_t one = fr_t::one();
+    const fr_t zero = one - one;
+    const cuzk_wit_t wit{g->inp, g->classes, nullptr, g->rank, g->oth_val};
+    auto evaluate = [&](int k) {
+        if (!g->lean)
+            return;
+        if (rec->rows)
+            cuzk_product<<<sms * 8, 256, 0, st>>>(d[k], rec->m[k], rec->rows, rec->dict, wit,
+                                                  one, zero);
+        if (rec->rows < domain)
+            CUDA_OK(cudaMemsetAsync(d[k] + rec->rows, 0, (domain - rec->rows) * sizeof(fr_t),
+                                    st));
+        CUDA_OK(cudaGetLastError());
+    };
+    for (int k = 0; k < 2; k++) {
+        evaluate(k);
+        ntt(d[k], NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
+        ntt(d[k], NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
+    }
+    cuzk_mul<<<sms * 2, 1024, 0, st>>>(d[0], d[1], domain);
+    CUDA_OK(cudaGetLastError());
+    // Both back in bit-reversed order (no reordering pass each), h put in order once.
+    ntt(d[0], NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::coset);
+    evaluate(2);
+    ntt(d[2], NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
+    cuzk_sub_scale<<<sms * 2, 1024, 0, st>>>(d[0], d[2], z, domain);
+    CUDA_OK(cudaGetLastError());
+    cuzk_ntt::bit_rev(d[0], d[0], lg, sst);
+    CUDA_OK(cudaEventRecord(w.tm[1], st));
+}
+
+// The H MSM (h in d[0] against the H bases), enqueued on the GPU's first stream with its
+// digits on the third. A lean stage lends it its second working vector, free once h is made.
+static msm_shape_t h_msm(const gpu_t& gpu, const cuzk_gpu_srs* s, const cuzk_gpu_stage* g,
+                         prove_ws_t& w, fr_t* const d[3])
+{
+    cudaStream_t st = gpu[0], sd = gpu[2];
+    const size_t domain = g->sh.domain();
+    if (g->lean) {
+        // The second working vector is free once h is made: the H MSM's streamed base
+        // buffers and digits go there where they fit.
+        uint8_t* v = reinterpret_cast<uint8_t*>(d[1]);
+        const size_t room = domain * sizeof(fr_t);
+        const msm_shape_t hs_shape = msm_shape(s->nh, h_max_stride(s->streamed, true), true);
+        const size_t bufs = s->hs ? base_stream_t<affine_d>::bytes_for(s->hs->cap) : 0;
+        if (h_lent_fits(domain, bufs, msm_ws_t<bucket_t>::temps(hs_shape))) {
+            const size_t off = (bufs + 255) & ~(size_t)255;
+            // The copies into the lent buffers run on the copy stream: they must wait for
+            // the h chain, which used this vector until tm[1].
+            if (s->hs) {
+                s->hs->lent = reinterpret_cast<affine_d*>(v);
+                CUDA_OK(cudaStreamWaitEvent(s->hs->copy, w.tm[1], 0));
+            }
+            w.h.lent = v + off;
+            w.h.lent_bytes = room - off;
+        }
+    }
+    msm_shape_t shape =
+        msm_enqueue<bucket_t, affine_d>(gpu, w.h, w.ev, s->h, d[0], s->nh, w.res1, st, sd, 0,
+                                        s->hs.get(), h_max_stride(s->streamed, g->lean), true);
+    if (s->hs)
+        s->hs->lent = nullptr;
+    w.h.lent = nullptr;
+    w.h.lent_bytes = 0;
+    return shape;
+}
+
+// The MSMs' sums read back and ended on the host: the five points and the stage times into out.
+static void finish_points(prove_ws_t& w, cudaStream_t st, const msm_shape_t shp[5],
+                          cuzk_gpu_output* out)
+{
+    const size_t nw = CUZK_MAX_WINS + 1;
+    std::vector<bucket_t> r1(4 * nw);
+    std::vector<bucket2_t> r2(nw);
+    CUDA_OK(cudaMemcpyAsync(r1.data(), w.res1, r1.size() * sizeof(bucket_t),
+                            cudaMemcpyDeviceToHost, st));
+    CUDA_OK(cudaMemcpyAsync(r2.data(), w.res2, r2.size() * sizeof(bucket2_t),
+                            cudaMemcpyDeviceToHost, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+
+    static const int stage_of[6] = {CUZK_MS_NTT, CUZK_MS_H, CUZK_MS_L,
+                                    CUZK_MS_A,   CUZK_MS_B1, CUZK_MS_B2};
+    for (int k = 0; k < 6; k++) {
+        float ms = 0;
+        CUDA_OK(cudaEventElapsedTime(&ms, w.tm[k], w.tm[k + 1]));
+        out->ms[stage_of[k]] = ms;
+    }
+
+    point_t p[4];
+    for (int k = 0; k < 4; k++)
+        p[k] = msm_finish<bucket_t, point_t>(&r1[k * nw], shp[k]);
+    point2_t b2 = msm_finish<bucket2_t, point2_t>(r2.data(), shp[4]);
+    uint64_t* g1_out[4] = {out->h, out->l, out->a, out->b1};
+    for (int k = 0; k < 4; k++) {
+        affine_t r = p[k];
+        memcpy(g1_out[k], &r, sizeof(out->h));
+    }
+    affine2_t rb2 = b2;
+    memcpy(out->b2, &rb2, sizeof(out->b2));
+}
 
 extern "C" {
 
@@ -699,11 +836,8 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
         out->ms[CUZK_MS_SPLIT] = g->ms_split;
         const gpu_t& gpu = select_gpu(s->gpu);
         prove_ws_t& w = *s->ws;
-        stream_t& sst = gpu[0];
-        cudaStream_t st = sst, sd = gpu[2];
+        cudaStream_t st = gpu[0], sd = gpu[2];
         const size_t domain = sh.domain();
-        const uint32_t lg = sh.lg_domain;
-        int sms = gpu.sm_count();
         const cuzk_gpu_rec* rec = g->rec;
         if (g->lean && (!rec || rec->gpu != s->gpu || w.slots.capacity() < 2 * domain))
             return cuzk_fail(err, errlen, CUZK_KERNELS_EINVAL,
@@ -730,79 +864,11 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
             tb2 = w.tb2;
         }
 
-        // h = icoset_ntt((A_c * B_c - C_c) / Z_c), the textbook chain of 7 NTTs (X_c: the
-        // coset NTT of intt(x); Z_c = g^n - 1 on the whole coset, g its generator), in 6:
-        // the coset iNTT is linear and undoes the coset NTT, so
-        //   h = (icoset_ntt(A_c * B_c) - intt(c)) / (g^n - 1),
-        // the same values for any a, b and c, c never going to the coset.
-        CUDA_OK(cudaEventRecord(w.tm[0], st));
-        fr_t z = group_gen;
-        for (uint32_t i = 0; i < lg; i++)
-            z ^= 2;
-        z = (z - fr_t::one()).reciprocal();  // 1 / (g^n - 1)
-        auto ntt = [&](fr_t* v, NTT::InputOutputOrder order, NTT::Direction dir, NTT::Type type) {
-            cuzk_ntt::NTT_internal(v, lg, order, dir, type, sst);
-        };
-        // A lean stage computes a, b and c one at a time from the recording into its two
-        // working vectors (a in d[0]; b, then c, in d[1]); a full stage holds them.
-        const fr_t one = fr_t::one();
-        const fr_t zero = one - one;
-        const cuzk_wit_t wit{g->inp, g->classes, nullptr, g->rank, g->oth_val};
-        auto evaluate = [&](int k) {
-            if (!g->lean)
-                return;
-            if (rec->rows)
-                cuzk_product<<<sms * 8, 256, 0, st>>>(d[k], rec->m[k], rec->rows, rec->dict, wit,
-                                                      one, zero);
-            if (rec->rows < domain)
-                CUDA_OK(cudaMemsetAsync(d[k] + rec->rows, 0, (domain - rec->rows) * sizeof(fr_t),
-                                        st));
-            CUDA_OK(cudaGetLastError());
-        };
-        for (int k = 0; k < 2; k++) {
-            evaluate(k);
-            ntt(d[k], NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
-            ntt(d[k], NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
-        }
-        cuzk_mul<<<sms * 2, 1024, 0, st>>>(d[0], d[1], domain);
-        CUDA_OK(cudaGetLastError());
-        // Both back in bit-reversed order (no reordering pass each), h put in order once.
-        ntt(d[0], NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::coset);
-        evaluate(2);
-        ntt(d[2], NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
-        cuzk_sub_scale<<<sms * 2, 1024, 0, st>>>(d[0], d[2], z, domain);
-        CUDA_OK(cudaGetLastError());
-        cuzk_ntt::bit_rev(d[0], d[0], lg, sst);
-        CUDA_OK(cudaEventRecord(w.tm[1], st));
+        h_chain(gpu, g, w, d);
 
         const size_t nw = CUZK_MAX_WINS + 1;
         msm_shape_t shp[5];
-        if (g->lean) {
-            // The second working vector is free once h is made: the H MSM's streamed base
-            // buffers and digits go there where they fit.
-            uint8_t* v = reinterpret_cast<uint8_t*>(d[1]);
-            const size_t room = domain * sizeof(fr_t);
-            const msm_shape_t hs_shape = msm_shape(s->nh, h_max_stride(s->streamed, true), true);
-            const size_t bufs = s->hs ? base_stream_t<affine_d>::bytes_for(s->hs->cap) : 0;
-            if (h_lent_fits(domain, bufs, msm_ws_t<bucket_t>::temps(hs_shape))) {
-                const size_t off = (bufs + 255) & ~(size_t)255;
-                // The copies into the lent buffers run on the copy stream: they must wait for
-                // the h chain, which used this vector until tm[1].
-                if (s->hs) {
-                    s->hs->lent = reinterpret_cast<affine_d*>(v);
-                    CUDA_OK(cudaStreamWaitEvent(s->hs->copy, w.tm[1], 0));
-                }
-                w.h.lent = v + off;
-                w.h.lent_bytes = room - off;
-            }
-        }
-        shp[0] = msm_enqueue<bucket_t, affine_d>(gpu, w.h, w.ev, s->h, d[0], s->nh, w.res1, st,
-                                                 sd, 0, s->hs.get(),
-                                                 h_max_stride(s->streamed, g->lean), true);
-        if (s->hs)
-            s->hs->lent = nullptr;
-        w.h.lent = nullptr;
-        w.h.lent_bytes = 0;
+        shp[0] = h_msm(gpu, s, g, w, d);
         CUDA_OK(cudaEventRecord(w.tm[2], st));
 
         // L, A and B: a Pippenger MSM over the others (their bases gathered), plus the sum of
@@ -824,33 +890,7 @@ int cuzk_gpu_prove(const cuzk_gpu_srs* s, cuzk_gpu_stage* g, cuzk_gpu_output* ou
                                                  ns[2], g->split_cnt.get() + 4, g->cnt + 4,
                                                  tail[2], w.res2, 2);
         CUDA_OK(cudaEventRecord(w.tm[6], st));
-        std::vector<bucket_t> r1(4 * nw);
-        std::vector<bucket2_t> r2(nw);
-        CUDA_OK(cudaMemcpyAsync(r1.data(), w.res1, r1.size() * sizeof(bucket_t),
-                                cudaMemcpyDeviceToHost, st));
-        CUDA_OK(cudaMemcpyAsync(r2.data(), w.res2, r2.size() * sizeof(bucket2_t),
-                                cudaMemcpyDeviceToHost, st));
-        CUDA_OK(cudaStreamSynchronize(st));
-
-        static const int stage_of[6] = {CUZK_MS_NTT, CUZK_MS_H, CUZK_MS_L,
-                                        CUZK_MS_A,   CUZK_MS_B1, CUZK_MS_B2};
-        for (int k = 0; k < 6; k++) {
-            float ms = 0;
-            CUDA_OK(cudaEventElapsedTime(&ms, w.tm[k], w.tm[k + 1]));
-            out->ms[stage_of[k]] = ms;
-        }
-
-        point_t p[4];
-        for (int k = 0; k < 4; k++)
-            p[k] = msm_finish<bucket_t, point_t>(&r1[k * nw], shp[k]);
-        point2_t b2 = msm_finish<bucket2_t, point2_t>(r2.data(), shp[4]);
-        uint64_t* g1_out[4] = {out->h, out->l, out->a, out->b1};
-        for (int k = 0; k < 4; k++) {
-            affine_t r = p[k];
-            memcpy(g1_out[k], &r, sizeof(out->h));
-        }
-        affine2_t rb2 = b2;
-        memcpy(out->b2, &rb2, sizeof(out->b2));
+        finish_points(w, st, shp, out);
         return CUZK_KERNELS_OK;
     } catch (...) {
         try { select_gpu(s->gpu).sync(); } catch (...) {}
