@@ -194,13 +194,15 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
             expect_plan.insert(label.clone(), plan.to_string());
             backends.push((label, Box::new(b)));
         }
-        // A limit below every plan: the GPU says it cannot hold a partition, as
-        // RESOURCE_EXHAUSTED, before any job.
+        // A limit below every plan: the GPU says, before any job, that it can never hold a
+        // partition of the circuit (UNSUPPORTED, so the engine passes it over; a GPU short of
+        // room only for now says RESOURCE_EXHAUSTED and is waited for).
         let b = CuzkGpuProver::new(vec![dev], 1, engine::GpuParams::Auto, Some(1 << 20));
         match b.prepare(&srs) {
             Err(e)
-                if e.status == cuzk::Status::ResourceExhausted
-                    && e.message.contains("cannot hold a partition") => {}
+                if e.status == cuzk::Status::Unsupported
+                    && e.message.contains("cannot hold a partition")
+                    && e.message.contains("on this card") => {}
             other => {
                 return Err(Error::internal(format!(
                     "a GPU limited to 1 MiB did not refuse the circuit: {other:?}"
