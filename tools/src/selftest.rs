@@ -83,6 +83,8 @@ pub struct Report {
     pub results: Vec<BackendResult>,
 }
 
+type Backends = Vec<(String, Box<dyn cuzk::prover::ProverBackend>)>;
+
 /// Proves the synthetic circuit with about `constraints` constraints on the backends that
 /// `devices` selects and on the CPU; parameters are generated into `dir`. Fails if any proof
 /// does not verify.
@@ -97,50 +99,15 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
         &mut rng,
     )
     .map_err(|e| Error::internal(format!("generating self-test parameters: {e}")))?;
-    let mut file = std::io::BufWriter::new(
-        std::fs::File::create(&path)
-            .map_err(|e| Error::params(format!("creating {}: {e}", path.display())))?,
-    );
-    params
-        .write(&mut file)
-        .and_then(|_| std::io::Write::flush(&mut file))
-        .map_err(|e| Error::params(format!("writing {}: {e}", path.display())))?;
-    drop(file);
-    let vk = cuzk::params::vk_path(dir, &id);
-    let mut bytes = Vec::new();
-    params
-        .vk
-        .write(&mut bytes)
-        .and_then(|_| std::fs::write(&vk, bytes))
-        .map_err(|e| Error::params(format!("writing {}: {e}", vk.display())))?;
+    let vk = write_params(&params, &path, dir, &id)?;
     let params_ms = t.elapsed().as_secs_f64() * 1e3;
 
     let srs = SrsCache::new(dir.to_path_buf()).get(&id, &Budget::new(u64::MAX / 2))?;
     // The CPU first: every other backend's proof must be byte-identical to its proof for the
     // same r and s. A cuda build tests cuzk's GPU prover with the parameters resident on the
     // GPU and streamed from host memory.
-    let mut backends: Vec<(String, Box<dyn cuzk::prover::ProverBackend>)> =
-        vec![("cpu".into(), Box::new(CpuProver))];
-    for mode in [engine::GpuParams::Resident, engine::GpuParams::Streamed] {
-        if mode == engine::GpuParams::Streamed && backends.len() == 1 {
-            break; // no GPU (said once, by the first look)
-        }
-        for b in engine::select_backends(&engine::Config {
-            devices: devices.to_string(),
-            gpu_batch: 1,
-            params_dir: dir.to_path_buf(),
-            gpu_params: Some(mode),
-            ..engine::Config::default()
-        })? {
-            if b.is_gpu() {
-                let label = match mode {
-                    engine::GpuParams::Streamed => format!("{} cuzk streamed", b.name()),
-                    _ => format!("{} cuzk", b.name()),
-                };
-                backends.push((label, b));
-            }
-        }
-    }
+    let mut backends: Backends = vec![("cpu".into(), Box::new(CpuProver))];
+    gpu_backends(devices, dir, &mut backends)?;
     let seed = Fr::from(7u64);
     let mut out = Fr::from(7u64);
     for _ in 0..rounds {
@@ -148,68 +115,17 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
     }
     let r = Fr::random(&mut rng);
     let s = Fr::random(&mut rng);
-    // The recorded circuit and its compact witness, for backends that compute a, b, c
-    // themselves (cuzk's GPU prover, by the sparse product on the GPU).
     let compact = if backends.iter().any(|(_, b)| b.is_gpu()) {
-        let rec = cuzk::pce::RecordingCS::record(Synthetic { seed: None, rounds }, &id, None)
-            .map_err(|e| Error::internal(format!("recording the self-test circuit: {e}")))?;
-        let w = cuzk::pce::WitnessTarget::synthesize(
-            Synthetic {
-                seed: Some(seed),
-                rounds,
-            },
-            Some(rec.aux),
-            None,
-        )
-        .map_err(|e| Error::internal(format!("the self-test witness: {e}")))?;
-        // Shared: a GPU short of memory reads its tables in place (pinned).
-        Some((std::sync::Arc::new(rec), w))
+        Some(compact_witness(&id, rounds, seed)?)
     } else {
         None
     };
-    // And each lean plan (the plans of cards too small for the full one), forced, under a
-    // device memory limit of what the plan needs with room for this witness's others (~1 KiB
-    // each: the plan guesses 1 in 32 values; every value of this circuit is one): each must
-    // allocate within the limit and prove the CPU's bytes.
+    // And each lean plan, forced: each must allocate within its limit and prove the CPU's bytes.
     #[cfg(feature = "cuda")]
-    let mut expect_plan: std::collections::HashMap<String, String> = Default::default();
-    #[cfg(feature = "cuda")]
-    if let (true, Some((_, w))) = (backends.len() > 1, &compact) {
-        use cuzk::prover::{
-            cuzk_gpu::{plan::PLANS, plan_bytes, CuzkGpuProver},
-            ProverBackend,
-        };
-        let dev = cuzk::sys::cuda::device(0)
-            .map_err(|e| Error::internal(format!("the GPU for the lean plans: {e}")))?;
-        let others = w.classed().other_index.len() as u64;
-        for plan in [PLANS[2], PLANS[4], PLANS[6]] {
-            let mode = if plan.streamed {
-                engine::GpuParams::Streamed
-            } else {
-                engine::GpuParams::Resident
-            };
-            let limit = plan_bytes(&srs, plan) + others * 1024;
-            let b = CuzkGpuProver::new(vec![dev.clone()], 1, mode, Some(limit)).with_plan(plan);
-            let label = format!("{} cuzk ({plan})", b.name());
-            expect_plan.insert(label.clone(), plan.to_string());
-            backends.push((label, Box::new(b)));
-        }
-        // A limit below every plan: the GPU says, before any job, that it can never hold a
-        // partition of the circuit (UNSUPPORTED, so the engine passes it over; a GPU short of
-        // room only for now says RESOURCE_EXHAUSTED and is waited for).
-        let b = CuzkGpuProver::new(vec![dev], 1, engine::GpuParams::Auto, Some(1 << 20));
-        match b.prepare(&srs) {
-            Err(e)
-                if e.status == cuzk::Status::Unsupported
-                    && e.message.contains("cannot hold a partition")
-                    && e.message.contains("on this card") => {}
-            other => {
-                return Err(Error::internal(format!(
-                    "a GPU limited to 1 MiB did not refuse the circuit: {other:?}"
-                )))
-            }
-        }
-    }
+    let expect_plan = match (backends.len() > 1, &compact) {
+        (true, Some((_, w))) => lean_plans(&srs, w, &mut backends)?,
+        _ => Default::default(),
+    };
     // Every proof must verify (and not for another output), and have the bytes of the first
     // one, the CPU's.
     let mut reference: Option<Vec<u8>> = None;
@@ -293,6 +209,135 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
         params_ms,
         results,
     };
+    check_report(&report)?;
+    Ok(report)
+}
+
+/// Writes `params` to `path` and their verifying key beside it (in `dir`, by `id`); returns
+/// the key's path.
+fn write_params(
+    params: &groth16::Parameters<Bls12>,
+    path: &Path,
+    dir: &Path,
+    id: &str,
+) -> Result<std::path::PathBuf> {
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(&path)
+            .map_err(|e| Error::params(format!("creating {}: {e}", path.display())))?,
+    );
+    params
+        .write(&mut file)
+        .and_then(|_| std::io::Write::flush(&mut file))
+        .map_err(|e| Error::params(format!("writing {}: {e}", path.display())))?;
+    drop(file);
+    let vk = cuzk::params::vk_path(dir, id);
+    let mut bytes = Vec::new();
+    params
+        .vk
+        .write(&mut bytes)
+        .and_then(|_| std::fs::write(&vk, bytes))
+        .map_err(|e| Error::params(format!("writing {}: {e}", vk.display())))?;
+    Ok(vk)
+}
+
+/// Adds cuzk's GPU prover on each GPU `devices` selects, with the parameters resident on the
+/// GPU, then streamed from host memory.
+fn gpu_backends(devices: &str, dir: &Path, backends: &mut Backends) -> Result<()> {
+    for mode in [engine::GpuParams::Resident, engine::GpuParams::Streamed] {
+        if mode == engine::GpuParams::Streamed && backends.len() == 1 {
+            break; // no GPU (said once, by the first look)
+        }
+        for b in engine::select_backends(&engine::Config {
+            devices: devices.to_string(),
+            gpu_batch: 1,
+            params_dir: dir.to_path_buf(),
+            gpu_params: Some(mode),
+            ..engine::Config::default()
+        })? {
+            if b.is_gpu() {
+                let label = match mode {
+                    engine::GpuParams::Streamed => format!("{} cuzk streamed", b.name()),
+                    _ => format!("{} cuzk", b.name()),
+                };
+                backends.push((label, b));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The recorded circuit and its compact witness for `seed`, for backends that compute a, b and
+/// c themselves (cuzk's GPU prover, by the sparse product on the GPU).
+fn compact_witness(
+    id: &str,
+    rounds: usize,
+    seed: Fr,
+) -> Result<(std::sync::Arc<cuzk::pce::Recording>, cuzk::pce::Witness)> {
+    let rec = cuzk::pce::RecordingCS::record(Synthetic { seed: None, rounds }, id, None)
+        .map_err(|e| Error::internal(format!("recording the self-test circuit: {e}")))?;
+    let w = cuzk::pce::WitnessTarget::synthesize(
+        Synthetic {
+            seed: Some(seed),
+            rounds,
+        },
+        Some(rec.aux),
+        None,
+    )
+    .map_err(|e| Error::internal(format!("the self-test witness: {e}")))?;
+    // Shared: a GPU short of memory reads its tables in place (pinned).
+    Ok((std::sync::Arc::new(rec), w))
+}
+
+/// Each lean plan (the plans of cards too small for the full one), forced on GPU 0 under a
+/// device memory limit of what the plan needs with room for `w`'s others (~1 KiB each: the
+/// plan guesses 1 in 32 values; every value of this circuit is one), added to `backends`;
+/// returns the plan each must make, by label. And a limit below every plan must be refused.
+#[cfg(feature = "cuda")]
+fn lean_plans(
+    srs: &cuzk::params::Srs,
+    w: &cuzk::pce::Witness,
+    backends: &mut Backends,
+) -> Result<std::collections::HashMap<String, String>> {
+    let mut expect_plan = std::collections::HashMap::new();
+    use cuzk::prover::{
+        cuzk_gpu::{plan::PLANS, plan_bytes, CuzkGpuProver},
+        ProverBackend,
+    };
+    let dev = cuzk::sys::cuda::device(0)
+        .map_err(|e| Error::internal(format!("the GPU for the lean plans: {e}")))?;
+    let others = w.classed().other_index.len() as u64;
+    for plan in [PLANS[2], PLANS[4], PLANS[6]] {
+        let mode = if plan.streamed {
+            engine::GpuParams::Streamed
+        } else {
+            engine::GpuParams::Resident
+        };
+        let limit = plan_bytes(srs, plan) + others * 1024;
+        let b = CuzkGpuProver::new(vec![dev.clone()], 1, mode, Some(limit)).with_plan(plan);
+        let label = format!("{} cuzk ({plan})", b.name());
+        expect_plan.insert(label.clone(), plan.to_string());
+        backends.push((label, Box::new(b)));
+    }
+    // A limit below every plan: the GPU says, before any job, that it can never hold a
+    // partition of the circuit (UNSUPPORTED, so the engine passes it over; a GPU short of
+    // room only for now says RESOURCE_EXHAUSTED and is waited for).
+    let b = CuzkGpuProver::new(vec![dev], 1, engine::GpuParams::Auto, Some(1 << 20));
+    match b.prepare(srs) {
+        Err(e)
+            if e.status == cuzk::Status::Unsupported
+                && e.message.contains("cannot hold a partition")
+                && e.message.contains("on this card") => {}
+        other => {
+            return Err(Error::internal(format!(
+                "a GPU limited to 1 MiB did not refuse the circuit: {other:?}"
+            )))
+        }
+    }
+    Ok(expect_plan)
+}
+
+/// Every proof must verify, and have the CPU's bytes.
+fn check_report(report: &Report) -> Result<()> {
     if let Some(bad) = report.results.iter().find(|r| !r.verified) {
         return Err(Error::new(
             cuzk::Status::VerifyFailed,
@@ -308,5 +353,5 @@ pub fn run(constraints: usize, devices: &str, dir: &Path) -> Result<Report> {
             ),
         ));
     }
-    Ok(report)
+    Ok(())
 }
