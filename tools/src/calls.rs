@@ -155,7 +155,7 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
 
     let mut rng = rand_xorshift::XorShiftRng::seed_from_u64(0xca11);
     let mut rows = Vec::new();
-    let mut first: Option<(Fr, Fr, Vec<u8>)> = None;
+    let mut first: Option<FirstProof> = None;
     let progress = super::progress::Progress::bar(
         "prover calls",
         ((spec.widths.len() + spec.compact as usize) * spec.reps) as u64,
@@ -212,73 +212,27 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
         }
         rows.push(CallRow::new(width, used.len(), &walls, cpu, stages, false));
     }
-    let mut compact_first: Option<(Fr, Fr, Vec<u8>)> = None;
+    let mut compact_first = None;
     if spec.compact {
-        let rec = circuits.record(None)?;
-        let w = circuits.synthesize_witness(ks[0], Some(rec.aux), None)?;
-        let (mut walls, mut cpu, mut stages) = (Vec::new(), Duration::ZERO, [0f64; 8]);
-        for _ in 0..spec.reps {
-            let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
-            let mut times = StageTimes::default();
-            let cpu0 = process_cpu_time();
-            let t = Instant::now();
-            let proof = backend
-                .prove_witness(&rec.r1cs(), &w.classed(), &srs, r, s, &mut times)
-                .ok_or_else(|| {
-                    Error::unsupported(format!(
-                        "{} does not prove from a compact witness",
-                        backend.name()
-                    ))
-                })??;
-            walls.push(t.elapsed().as_secs_f64() * 1e3);
-            cpu += process_cpu_time().saturating_sub(cpu0);
-            progress.inc(1);
-            for (sum, x) in stages.iter_mut().zip(times.gpu_stages_ms) {
-                *sum += x / spec.reps as f64;
-            }
-            if !verify_proof(&srs.pvk, &proof, &inputs[ks[0]]).unwrap_or(false) {
-                return Err(Error::new(
-                    Status::VerifyFailed,
-                    format!(
-                        "partition {} proved from its compact witness does not verify",
-                        ks[0]
-                    ),
-                ));
-            }
-            if compact_first.is_none() {
-                compact_first = Some((r, s, super::proof_bytes(&proof)?));
-            }
-        }
-        rows.push(CallRow::new(1, 1, &walls, cpu, stages, true));
+        let (row, proof) = compact_calls(
+            spec, &*circuits, &srs, &*backend, &inputs, ks[0], &mut rng, &progress,
+        )?;
+        rows.push(row);
+        compact_first = Some(proof);
     }
     // The CPU's proof with the r and s of the first GPU proof (and of the first proof from the
     // compact witness): the same bytes are required.
-    let mut identical_to_cpu = None;
-    if spec.compare_cpu {
-        for (what, got) in [("", first), (" from its compact witness", compact_first)] {
-            let Some((r, s, gpu)) = got else { continue };
-            let asg = circuits.synthesize(ks[0], Some(srs.size), None)?;
-            let params = srs.params()?;
-            let proof = cuzk::prover::cpu::CpuProver.prove_with_params(
-                asg,
-                &params,
-                r,
-                s,
-                &mut StageTimes::default(),
-            )?;
-            if super::proof_bytes(&proof)? != gpu {
-                return Err(Error::new(
-                    Status::VerifyFailed,
-                    format!(
-                        "partition {}{what} on {}: the proof differs from the CPU's for the same r and s",
-                        ks[0],
-                        backend.name()
-                    ),
-                ));
-            }
-            identical_to_cpu = Some(true);
-        }
-    }
+    let identical_to_cpu = if spec.compare_cpu {
+        same_as_cpu(
+            &*circuits,
+            &srs,
+            backend.name(),
+            ks[0],
+            [first, compact_first],
+        )?
+    } else {
+        None
+    };
     progress.finish("done");
     Ok(CallsReport {
         backend: backend.name().to_string(),
@@ -289,4 +243,99 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
         rows,
         identical_to_cpu,
     })
+}
+
+/// The first proof of a call: its r, s and bytes.
+type FirstProof = (Fr, Fr, Vec<u8>);
+
+/// `spec.reps` calls proving partition `k` from its compact witness (the GPU computing a, b and
+/// c from the circuit's recording): their row, and the first proof.
+#[allow(clippy::too_many_arguments)]
+fn compact_calls(
+    spec: &CallsSpec,
+    circuits: &dyn porep::SealCircuits,
+    srs: &cuzk::params::Srs,
+    backend: &dyn cuzk::prover::ProverBackend,
+    inputs: &[Vec<Fr>],
+    k: usize,
+    rng: &mut rand_xorshift::XorShiftRng,
+    progress: &super::progress::Progress,
+) -> Result<(CallRow, FirstProof)> {
+    let mut first = None;
+    let rec = circuits.record(None)?;
+    let w = circuits.synthesize_witness(k, Some(rec.aux), None)?;
+    let (mut walls, mut cpu, mut stages) = (Vec::new(), Duration::ZERO, [0f64; 8]);
+    for _ in 0..spec.reps {
+        let (r, s) = (Fr::random(&mut *rng), Fr::random(&mut *rng));
+        let mut times = StageTimes::default();
+        let cpu0 = process_cpu_time();
+        let t = Instant::now();
+        let proof = backend
+            .prove_witness(&rec.r1cs(), &w.classed(), srs, r, s, &mut times)
+            .ok_or_else(|| {
+                Error::unsupported(format!(
+                    "{} does not prove from a compact witness",
+                    backend.name()
+                ))
+            })??;
+        walls.push(t.elapsed().as_secs_f64() * 1e3);
+        cpu += process_cpu_time().saturating_sub(cpu0);
+        progress.inc(1);
+        for (sum, x) in stages.iter_mut().zip(times.gpu_stages_ms) {
+            *sum += x / spec.reps as f64;
+        }
+        if !verify_proof(&srs.pvk, &proof, &inputs[k]).unwrap_or(false) {
+            return Err(Error::new(
+                Status::VerifyFailed,
+                format!(
+                    "partition {} proved from its compact witness does not verify",
+                    k
+                ),
+            ));
+        }
+        if first.is_none() {
+            first = Some((r, s, super::proof_bytes(&proof)?));
+        }
+    }
+    let first = first.ok_or_else(|| Error::internal("no call made"))?;
+    Ok((CallRow::new(1, 1, &walls, cpu, stages, true), first))
+}
+
+/// The CPU's proof of partition `k` with the r and s of each first proof given must have its
+/// bytes: Some(true) where one was compared, None where none was given.
+fn same_as_cpu(
+    circuits: &dyn porep::SealCircuits,
+    srs: &cuzk::params::Srs,
+    backend: &str,
+    k: usize,
+    mut firsts: [Option<FirstProof>; 2],
+) -> Result<Option<bool>> {
+    let mut identical_to_cpu = None;
+    for (what, got) in [
+        ("", firsts[0].take()),
+        (" from its compact witness", firsts[1].take()),
+    ] {
+        let Some((r, s, gpu)) = got else { continue };
+        let asg = circuits.synthesize(k, Some(srs.size), None)?;
+        let params = srs.params()?;
+        let proof = cuzk::prover::cpu::CpuProver.prove_with_params(
+            asg,
+            &params,
+            r,
+            s,
+            &mut StageTimes::default(),
+        )?;
+        if super::proof_bytes(&proof)? != gpu {
+            return Err(Error::new(
+                Status::VerifyFailed,
+                format!(
+                    "partition {}{what} on {}: the proof differs from the CPU's for the same r and s",
+                    k,
+                    backend
+                ),
+            ));
+        }
+        identical_to_cpu = Some(true);
+    }
+    Ok(identical_to_cpu)
 }

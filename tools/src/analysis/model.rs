@@ -108,10 +108,42 @@ pub fn analyze(events: &[Event]) -> Analysis {
     evs.sort_by_key(|e| e.t_us);
     let run_start_us = evs.first().map_or(0, |e| e.t_us);
     let run_end_us = evs.last().map_or(0, |e| e.t_us);
+    let (complete, incomplete, jobs) = partition_spans(&evs);
 
+    // Devices, busy time and gaps.
+    let mut by_dev: BTreeMap<u32, Vec<&PartitionSpan>> = BTreeMap::new();
+    for s in &complete {
+        by_dev.entry(s.device).or_default().push(s);
+    }
+    let run = (run_start_us, run_end_us);
+    let mut devices = Vec::new();
+    let mut gaps = Vec::new();
+    for (dev, list) in by_dev {
+        devices.push(device_stats(dev, list, &complete, run, &mut gaps));
+    }
+    let (conc, area) = synth_concurrency(&evs, run_start_us);
+    let max_synth_concurrency = conc.iter().map(|c| c.1).max().unwrap_or(0);
+    let run_len = (run_end_us - run_start_us).max(1) as f64;
+    Analysis {
+        run_start_us,
+        run_end_us,
+        partitions: complete,
+        devices,
+        gaps,
+        synth_concurrency: conc,
+        max_synth_concurrency,
+        mean_synth_concurrency: area / run_len,
+        jobs: jobs.into_iter().collect(),
+        incomplete,
+    }
+}
+
+/// Each partition's span from its events: the complete ones (all six events seen), how many
+/// are incomplete, and every job seen.
+fn partition_spans(evs: &[&Event]) -> (Vec<PartitionSpan>, usize, BTreeSet<u64>) {
     let mut spans: BTreeMap<(u64, u32), (PartitionSpan, u8)> = BTreeMap::new();
     let mut jobs = BTreeSet::new();
-    for e in &evs {
+    for e in evs {
         jobs.insert(e.job);
         if e.partition == NO_PARTITION {
             continue;
@@ -168,83 +200,90 @@ pub fn analyze(events: &[Event]) -> Analysis {
         .map(|(s, _)| s)
         .collect();
 
-    // Devices, busy time and gaps.
-    let mut by_dev: BTreeMap<u32, Vec<&PartitionSpan>> = BTreeMap::new();
-    for s in &complete {
-        by_dev.entry(s.device).or_default().push(s);
-    }
+    (complete, incomplete, jobs)
+}
+
+/// Device `dev`'s busy time over the run (`run`: its first and last event, in µs) from the
+/// partitions it proved (`list`), and its idle gaps, classed, pushed onto `gaps`.
+fn device_stats(
+    dev: u32,
+    mut list: Vec<&PartitionSpan>,
+    complete: &[PartitionSpan],
+    (run_start_us, run_end_us): (u64, u64),
+    gaps: &mut Vec<Gap>,
+) -> DeviceStats {
     let run_len = (run_end_us - run_start_us).max(1) as f64;
-    let mut devices = Vec::new();
-    let mut gaps = Vec::new();
-    for (dev, mut list) in by_dev {
-        list.sort_by_key(|s| s.gpu_start_us);
-        // Union of the spans: partitions proved together in one batch overlap.
-        let mut busy: u64 = 0;
-        let mut until = 0u64;
-        for s in &list {
-            let start = s.gpu_start_us.max(until);
-            if s.gpu_end_us > start {
-                busy += s.gpu_end_us - start;
-            }
-            until = until.max(s.gpu_end_us);
+    list.sort_by_key(|s| s.gpu_start_us);
+    // Union of the spans: partitions proved together in one batch overlap.
+    let mut busy: u64 = 0;
+    let mut until = 0u64;
+    for s in &list {
+        let start = s.gpu_start_us.max(until);
+        if s.gpu_end_us > start {
+            busy += s.gpu_end_us - start;
         }
-        let first = list[0].gpu_start_us;
-        let last = list.iter().map(|s| s.gpu_end_us).max().unwrap_or(first);
-        devices.push(DeviceStats {
+        until = until.max(s.gpu_end_us);
+    }
+    let first = list[0].gpu_start_us;
+    let last = list.iter().map(|s| s.gpu_end_us).max().unwrap_or(first);
+    let stats = DeviceStats {
+        device: dev,
+        partitions: list.len(),
+        busy_ms: busy as f64 / 1e3,
+        busy_pct_run: 100.0 * busy as f64 / run_len,
+        busy_pct_steady: 100.0 * busy as f64 / (last - first).max(1) as f64,
+    };
+    if first > run_start_us {
+        gaps.push(Gap {
             device: dev,
-            partitions: list.len(),
-            busy_ms: busy as f64 / 1e3,
-            busy_pct_run: 100.0 * busy as f64 / run_len,
-            busy_pct_steady: 100.0 * busy as f64 / (last - first).max(1) as f64,
+            start_us: run_start_us,
+            end_us: first,
+            class: GapClass::StartUp,
+            next_job: Some(list[0].job),
         });
-        if first > run_start_us {
-            gaps.push(Gap {
-                device: dev,
-                start_us: run_start_us,
-                end_us: first,
-                class: GapClass::StartUp,
-                next_job: Some(list[0].job),
-            });
-        }
-        // Jobs this device's prover pool had begun (any device) before a gap.
-        let mut started: BTreeSet<u64> = BTreeSet::new();
-        let mut busy_until = list[0].gpu_end_us;
-        started.insert(list[0].job);
-        for s in list.iter().skip(1) {
-            if s.gpu_start_us > busy_until {
-                let job_started = complete
-                    .iter()
-                    .any(|o| o.job == s.job && o.gpu_end_us <= busy_until)
-                    || started.contains(&s.job);
-                gaps.push(Gap {
-                    device: dev,
-                    start_us: busy_until,
-                    end_us: s.gpu_start_us,
-                    class: if job_started {
-                        GapClass::WithinProof
-                    } else {
-                        GapClass::CrossProof
-                    },
-                    next_job: Some(s.job),
-                });
-            }
-            started.insert(s.job);
-            busy_until = busy_until.max(s.gpu_end_us);
-        }
-        if run_end_us > busy_until {
+    }
+    // Jobs this device's prover pool had begun (any device) before a gap.
+    let mut started: BTreeSet<u64> = BTreeSet::new();
+    let mut busy_until = list[0].gpu_end_us;
+    started.insert(list[0].job);
+    for s in list.iter().skip(1) {
+        if s.gpu_start_us > busy_until {
+            let job_started = complete
+                .iter()
+                .any(|o| o.job == s.job && o.gpu_end_us <= busy_until)
+                || started.contains(&s.job);
             gaps.push(Gap {
                 device: dev,
                 start_us: busy_until,
-                end_us: run_end_us,
-                class: GapClass::Drain,
-                next_job: None,
+                end_us: s.gpu_start_us,
+                class: if job_started {
+                    GapClass::WithinProof
+                } else {
+                    GapClass::CrossProof
+                },
+                next_job: Some(s.job),
             });
         }
+        started.insert(s.job);
+        busy_until = busy_until.max(s.gpu_end_us);
     }
+    if run_end_us > busy_until {
+        gaps.push(Gap {
+            device: dev,
+            start_us: busy_until,
+            end_us: run_end_us,
+            class: GapClass::Drain,
+            next_job: None,
+        });
+    }
+    stats
+}
 
-    // Synthesis concurrency: +1 at each start, -1 at each end (aborted ones included).
+/// Synthesis concurrency: +1 at each start, -1 at each end (aborted ones included), as steps
+/// (time, level), and its area (level × µs) from `run_start_us`.
+fn synth_concurrency(evs: &[&Event], run_start_us: u64) -> (Vec<(u64, u32)>, f64) {
     let mut deltas: Vec<(u64, i32)> = Vec::new();
-    for e in &evs {
+    for e in evs {
         match e.kind {
             EventKind::SynthStart => deltas.push((e.t_us, 1)),
             EventKind::SynthEnd => deltas.push((e.t_us, -1)),
@@ -262,18 +301,5 @@ pub fn analyze(events: &[Event]) -> Analysis {
         level += d;
         conc.push((t, level.max(0) as u32));
     }
-    let max_synth_concurrency = conc.iter().map(|c| c.1).max().unwrap_or(0);
-
-    Analysis {
-        run_start_us,
-        run_end_us,
-        partitions: complete,
-        devices,
-        gaps,
-        synth_concurrency: conc,
-        max_synth_concurrency,
-        mean_synth_concurrency: area / run_len,
-        jobs: jobs.into_iter().collect(),
-        incomplete,
-    }
+    (conc, area)
 }
