@@ -266,6 +266,75 @@ struct Sector<Tree: 'static + MerkleTreeTrait> {
     replica_id: PoseidonDomain,
 }
 
+/// Each challenged node's parents (base, then expansion), and how many are base parents.
+struct Parents {
+    of: HashMap<usize, Vec<u32>>,
+    base: usize,
+}
+
+impl Parents {
+    /// The 37 parent labels that label node `c` on `layer` (its base parents on the layer
+    /// below, its expansion parents two below, repeated to 37).
+    fn thirty_seven(
+        &self,
+        labels: &HashMap<usize, Vec<PoseidonDomain>>,
+        c: usize,
+        layer: usize,
+    ) -> Vec<PoseidonDomain> {
+        let p = &self.of[&c];
+        let mut v: Vec<PoseidonDomain> = p[..self.base]
+            .iter()
+            .map(|&q| labels[&(q as usize)][layer - 1])
+            .collect();
+        if layer > 1 {
+            v.extend(
+                p[self.base..]
+                    .iter()
+                    .map(|&q| labels[&(q as usize)][layer - 2]),
+            );
+        }
+        let n = v.len();
+        (0..37).map(|i| v[i % n]).collect::<Vec<_>>()
+    }
+}
+
+/// Labels on every layer: pseudo-random for parents that are not challenged, computed for
+/// challenges (from seed `s` and `replica_id`).
+fn challenge_labels(
+    parents: &Parents,
+    challenged: &BTreeSet<usize>,
+    layers: usize,
+    s: u64,
+    replica_id: &PoseidonDomain,
+) -> HashMap<usize, Vec<PoseidonDomain>> {
+    let mut labels: HashMap<usize, Vec<PoseidonDomain>> = HashMap::new();
+    for p in parents.of.values().flatten() {
+        let p = *p as usize;
+        if !challenged.contains(&p) {
+            labels.entry(p).or_insert_with(|| {
+                (1..=layers as u64)
+                    .map(|l| PoseidonDomain::from(prf(s, "label", l, p as u64)))
+                    .collect()
+            });
+        }
+    }
+    for &c in challenged {
+        labels.insert(c, Vec::with_capacity(layers));
+    }
+    for layer in 1..=layers {
+        for &c in challenged {
+            let l = label(
+                replica_id,
+                layer as u32,
+                c as u64,
+                &parents.thirty_seven(&labels, c, layer),
+            );
+            labels.get_mut(&c).expect("a challenge").push(l);
+        }
+    }
+    labels
+}
+
 fn build<Tree>(spec: &SyntheticSpec, ticket: [u8; 32], seed: [u8; 32]) -> Result<Sector<Tree>>
 where
     Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>,
@@ -308,44 +377,15 @@ where
     }
     let challenged: BTreeSet<usize> = parents_of.keys().copied().collect();
 
-    // Labels: pseudo-random for parents that are not challenged, computed for challenges.
-    let mut labels: HashMap<usize, Vec<PoseidonDomain>> = HashMap::new();
-    for p in parents_of.values().flatten() {
-        let p = *p as usize;
-        if !challenged.contains(&p) {
-            labels.entry(p).or_insert_with(|| {
-                (1..=layers as u64)
-                    .map(|l| PoseidonDomain::from(prf(s, "label", l, p as u64)))
-                    .collect()
-            });
-        }
-    }
-    for &c in &challenged {
-        labels.insert(c, Vec::with_capacity(layers));
-    }
-    let parents_37 = |labels: &HashMap<usize, Vec<PoseidonDomain>>, c: usize, layer: usize| {
-        let p = &parents_of[&c];
-        let mut v: Vec<PoseidonDomain> = p[..base]
-            .iter()
-            .map(|&q| labels[&(q as usize)][layer - 1])
-            .collect();
-        if layer > 1 {
-            v.extend(p[base..].iter().map(|&q| labels[&(q as usize)][layer - 2]));
-        }
-        let n = v.len();
-        (0..37).map(|i| v[i % n]).collect::<Vec<_>>()
+    let parents = Parents {
+        of: parents_of,
+        base,
     };
-    for layer in 1..=layers {
-        for &c in &challenged {
-            let l = label(
-                &replica_id,
-                layer as u32,
-                c as u64,
-                &parents_37(&labels, c, layer),
-            );
-            labels.get_mut(&c).expect("a challenge").push(l);
-        }
-    }
+    let labels = challenge_labels(&parents, &challenged, layers, s, &replica_id);
+    let parents_37 = |labels: &HashMap<usize, Vec<PoseidonDomain>>, c: usize, layer: usize| {
+        parents.thirty_seven(labels, c, layer)
+    };
+    let parents_of = &parents.of;
 
     // Trees C (column hashes of every opened node) and R-last (replica nodes of challenges).
     let shape_c = arities::<Tree>(nodes);
