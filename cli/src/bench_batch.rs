@@ -708,9 +708,9 @@ fn print_devices(status: &cuzk::engine::EngineStatus) {
 
 /// filecoin-proofs' seal_commit_phase2 on the same C1, `a.count` proofs `a.concurrency` at a
 /// time, against cuzk's `ppm` proofs a minute.
-fn fp_baseline<C: serde::Serialize>(
+fn fp_baseline(
     a: &BatchArgs,
-    c1: &C,
+    c1: &filecoin_proofs_api::seal::SealCommitPhase1Output,
     ppm: f64,
 ) -> Result<serde_json::Value, Error> {
     let pb = progress(a.count, "filecoin-proofs");

@@ -212,14 +212,15 @@ pub fn run(spec: &CallsSpec) -> Result<CallsReport> {
         }
         rows.push(CallRow::new(width, used.len(), &walls, cpu, stages, false));
     }
-    let mut compact_first = None;
-    if spec.compact {
+    let compact_first = if spec.compact {
         let (row, proof) = compact_calls(
             spec, &*circuits, &srs, &*backend, &inputs, ks[0], &mut rng, &progress,
         )?;
         rows.push(row);
-        compact_first = Some(proof);
-    }
+        Some(proof)
+    } else {
+        None
+    };
     // The CPU's proof with the r and s of the first GPU proof (and of the first proof from the
     // compact witness): the same bytes are required.
     let identical_to_cpu = if spec.compare_cpu {
@@ -308,13 +309,10 @@ fn same_as_cpu(
     srs: &cuzk::params::Srs,
     backend: &str,
     k: usize,
-    mut firsts: [Option<FirstProof>; 2],
+    [first, compact_first]: [Option<FirstProof>; 2],
 ) -> Result<Option<bool>> {
     let mut identical_to_cpu = None;
-    for (what, got) in [
-        ("", firsts[0].take()),
-        (" from its compact witness", firsts[1].take()),
-    ] {
+    for (what, got) in [("", first), (" from its compact witness", compact_first)] {
         let Some((r, s, gpu)) = got else { continue };
         let asg = circuits.synthesize(k, Some(srs.size), None)?;
         let params = srs.params()?;

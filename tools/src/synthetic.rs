@@ -382,10 +382,6 @@ where
         base,
     };
     let labels = challenge_labels(&parents, &challenged, layers, s, &replica_id);
-    let parents_37 = |labels: &HashMap<usize, Vec<PoseidonDomain>>, c: usize, layer: usize| {
-        parents.thirty_seven(labels, c, layer)
-    };
-    let parents_of = &parents.of;
 
     // Trees C (column hashes of every opened node) and R-last (replica nodes of challenges).
     let shape_c = arities::<Tree>(nodes);
@@ -425,7 +421,7 @@ where
         .map(|cs| {
             cs.iter()
                 .map(|&c| {
-                    let p = &parents_of[&c];
+                    let p = &parents.of[&c];
                     stacked::Proof::<Tree, Sha256Hasher> {
                         comm_d_proofs: MerkleProof::from_parts(data.leaf(c), comm_d, data.path(c)),
                         comm_r_last_proof: TreeProof::<Tree>::from_parts(
@@ -446,13 +442,17 @@ where
                         },
                         labeling_proofs: (1..=layers)
                             .map(|l| {
-                                LabelingProof::new(l as u32, c as u64, parents_37(&labels, c, l))
+                                LabelingProof::new(
+                                    l as u32,
+                                    c as u64,
+                                    parents.thirty_seven(&labels, c, l),
+                                )
                             })
                             .collect(),
                         encoding_proof: EncodingProof::new(
                             layers as u32,
                             c as u64,
-                            parents_37(&labels, c, layers),
+                            parents.thirty_seven(&labels, c, layers),
                         ),
                     }
                 })
