@@ -19,7 +19,7 @@ use super::{
     handoff::SynthItem,
     health,
     jobs::{ms, CheckAgain, Job, JobOutput, PartitionReport},
-    Inner,
+    not_running, Inner,
 };
 use crate::{
     error::{Error, Result, Status},
@@ -219,11 +219,7 @@ fn prove_again(inner: &Inner, job: &Arc<Job>, proofs: Vec<Proof<Bls12>>, bad: &[
             check_again: true,
         };
         if inner.synth_q.push(job.key(k), again).is_err() {
-            finish(
-                inner,
-                job,
-                Err(Error::new(Status::NotRunning, "the engine was shut down")),
-            );
+            finish(inner, job, Err(not_running()));
             return;
         }
     }

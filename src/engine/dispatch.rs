@@ -23,7 +23,7 @@ use super::{
     handoff::{push_retry, ProveItem, RetryItem, SynthItem, Work},
     health,
     jobs::{ms, Job, PartitionReport},
-    synth, watchdog, Inner,
+    not_running, synth, watchdog, Inner,
 };
 use crate::{
     budget::Reservation,
@@ -424,11 +424,7 @@ fn synthesize_again(inner: &Inner, slots: &[usize], parts: Vec<InFlight>) {
         let key = p.job.key(p.k);
         let again = SynthItem::new(p.job.clone(), p.k);
         if inner.synth_q.push(key, again).is_err() {
-            finish(
-                inner,
-                &p.job,
-                Err(Error::new(Status::NotRunning, "the engine was shut down")),
-            );
+            finish(inner, &p.job, Err(not_running()));
         }
     }
 }
@@ -568,11 +564,7 @@ impl Returned<'_> {
         let room_since = p.room_since;
         let item = self.item(p, work, room_since);
         if inner.prove_q.push(job.key(k), item).is_err() {
-            finish(
-                inner,
-                &job,
-                Err(Error::new(Status::NotRunning, "the engine was shut down")),
-            );
+            finish(inner, &job, Err(not_running()));
         }
     }
 
@@ -594,11 +586,7 @@ impl Returned<'_> {
         let since = p.room_since.unwrap_or_else(Instant::now);
         let item = self.item(p, work, Some(since));
         if inner.prove_q.push(job.key(k), item).is_err() {
-            finish(
-                inner,
-                &job,
-                Err(Error::new(Status::NotRunning, "the engine was shut down")),
-            );
+            finish(inner, &job, Err(not_running()));
         }
     }
 
@@ -632,11 +620,7 @@ impl Returned<'_> {
             s,
         };
         if push_retry(inner, item).is_err() {
-            finish(
-                inner,
-                &job,
-                Err(Error::new(Status::NotRunning, "the engine was shut down")),
-            );
+            finish(inner, &job, Err(not_running()));
         }
     }
 

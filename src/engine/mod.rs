@@ -240,9 +240,7 @@ impl Inner {
             None
         }
     }
-}
 
-impl Inner {
     /// The engine's shared state, with one device status per device of each backend.
     fn new(
         cfg: Config,

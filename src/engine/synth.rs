@@ -18,6 +18,7 @@ use super::{
     finish::finish,
     handoff::{push_retry, Maker, ProveItem, RetryItem, SynthItem, Work},
     jobs::{ms, Job},
+    not_running,
     queue::Key,
     Inner,
 };
@@ -554,17 +555,16 @@ fn hand_on(inner: &Inner, w: usize, key: Key, item: ProveItem, check_again: bool
             r: Fr::random(OsRng),
             s: Fr::random(OsRng),
         };
-        return push_retry(inner, again)
-            .map_err(|()| Error::new(Status::NotRunning, "the engine was shut down"));
+        return push_retry(inner, again).map_err(|()| not_running());
     }
     inner
         .timeline
         .emit(EventKind::ChanSend, job.id, k as u32, w as u32, 0, "");
     if inner.prove_q.push(key, item).is_err() {
-        return Err(Error::new(Status::NotRunning, "the engine was shut down"));
+        return Err(not_running());
     }
-    // A job that ended between the check above and the push (its queued items were taken out
-    // before this one arrived) must not leave this partition's memory in the queue.
+    // A job that ended between the caller's check and the push (its queued items were taken
+    // out before this one arrived) must not leave this partition's memory in the queue.
     if job.stopped() {
         let id = job.id;
         drop(inner.prove_q.remove_if(|it| it.job.id == id));
@@ -652,8 +652,11 @@ fn synthesize_one(
     {
         let mut st = job.state.lock();
         let r = &mut st.reports[k];
-        (r.partition, r.queue_ms, r.synth_ms) = (k, ms(start - job.submitted), synth_ms);
-        (r.synth_worker, r.reserved_bytes) = (w, bytes);
+        r.partition = k;
+        r.queue_ms = ms(start - job.submitted);
+        r.synth_ms = synth_ms;
+        r.synth_worker = w;
+        r.reserved_bytes = bytes;
         st.paths[k] = path;
     }
     if job.stopped() {
