@@ -111,8 +111,12 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 0x5eed)]
     seed: u64,
     /// Do not save the circuit's recording (`*.cuzk-pce`) beside the parameters.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "recording_dir")]
     no_recording: bool,
+    /// Save the recording in this directory instead of beside the parameters (where a disk
+    /// cannot hold both); the engine reads it from there when `CUZK_PCE_DIR` names it.
+    #[arg(long)]
+    recording_dir: Option<PathBuf>,
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {
@@ -141,6 +145,12 @@ fn gen(args: GenArgs, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCod
             )));
         }
     }
+    // A recording directory that cannot be made fails before the parameters are generated.
+    if let Some(dir) = &args.recording_dir {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::invalid_argument(format!("--recording-dir {}: {e}", dir.display()))
+        })?;
+    }
     let (rec, written) = if args.kind == "porep" {
         fixture::generate_params(proof, shape, &params_dir, args.seed)?
     } else {
@@ -148,7 +158,7 @@ fn gen(args: GenArgs, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCod
         fixture::generate_post_params(post, &params_dir, args.seed)?
     };
     if !args.no_recording {
-        save_recording(&rec, &params_dir)?;
+        save_recording(&rec, args.recording_dir.as_deref().unwrap_or(&params_dir))?;
     }
     let mut out = recording_json(&rec);
     out["generated"] = serde_json::to_value(&written).expect("serializable");

@@ -139,3 +139,60 @@ fn documented_command_lines_name_subcommands_and_flags_the_cli_has() {
         "only {checked} command lines found: is the scan broken?"
     );
 }
+
+/// `cuzk params gen --recording-dir` puts the circuit's recording there and not beside the
+/// parameters (a disk that holds a 32 GiB WindowPoSt set has no room for its recording), and a
+/// directory it cannot make is refused before any parameters are generated.
+#[test]
+fn params_gen_saves_the_recording_where_recording_dir_says() {
+    let bin = env!("CARGO_BIN_EXE_cuzk");
+    let params = tempfile::tempdir().unwrap();
+    let recs = tempfile::tempdir().unwrap();
+    let rec_dir = recs.path().join("pce");
+    let gen = |rec_dir: &std::path::Path| {
+        std::process::Command::new(bin)
+            .args(["--params-dir", params.path().to_str().unwrap()])
+            .args([
+                "params",
+                "gen",
+                "--kind",
+                "winning-post",
+                "--sector-size",
+                "2KiB",
+            ])
+            .args(["--recording-dir", rec_dir.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let names = |d: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .map(|r| {
+                r.map(|e| e.unwrap().file_name().into_string().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let blocked = params.path().join("a-file");
+    std::fs::write(&blocked, b"x").unwrap();
+    let out = gen(&blocked.join("pce"));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--recording-dir"),
+        "{out:?}"
+    );
+    assert_eq!(names(params.path()), vec!["a-file".to_string()]);
+
+    let out = gen(&rec_dir);
+    assert!(out.status.success(), "{out:?}");
+    let recorded = names(&rec_dir);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(recorded[0].ends_with(".cuzk-pce"), "{recorded:?}");
+    let beside = names(params.path());
+    assert!(beside.iter().any(|n| n.ends_with(".params")), "{beside:?}");
+    assert!(
+        !beside.iter().any(|n| n.ends_with(".cuzk-pce")),
+        "{beside:?}"
+    );
+}
