@@ -305,21 +305,25 @@ PY
         else win_rec=--no-recording; fi
         timed gen-window $BIN --params-dir "$P" params gen --kind window-post --sector-size $SIZE $win_rec; head -12 "$W/gen-window.out"
         timed setup-2k $BIN --params-dir "$P" setup --sector-size 2KiB --partitions 10
-        # The incumbent first: its figure stands even where cuzk's run below ends early.
-        if [[ -x $SUPRA && ${INCUMBENT:-1} = 1 ]]; then
-          stamp "the incumbent on the same WindowPoSt partition (1 + 3 proofs)"
-          FIL_PROOFS_PARAMETER_CACHE=$P $SUPRA --post "$W/window" -c ${INCUMBENT_PROOFS:-4} --label fp-supraseal \
-            > "$W/fp-window.out" 2> "$W/fp-window.log" &
-          pid=$! t0=$SECONDS peak=0
-          while kill -0 $pid 2>/dev/null; do
-            rss=$(( $(awk '/VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0) * 1024 ))
-            (( rss > peak )) && peak=$rss
-            if (( rss > 110 << 30 )); then kill -9 $pid; echo "incumbent killed with $((rss >> 30)) GiB resident"; break; fi
-            sleep 1
-          done
-          wait $pid; echo "incumbent: exit $?, $((SECONDS - t0)) s, peak RSS seen $((peak >> 30)) GiB"
-          tail -3 "$W/fp-window.log"; cat "$W/fp-window.out"
-        fi
+        # The incumbent first: its figure stands even where cuzk's run below ends early
+        # (INCUMBENT_AFTER=1 runs it after cuzk's, for a session short of device time).
+        incumbent() {
+          if [[ -x $SUPRA && ${INCUMBENT:-1} = 1 ]]; then
+            stamp "the incumbent on the same WindowPoSt partition (${INCUMBENT_PROOFS:-4} proofs, the first loading its parameters)"
+            FIL_PROOFS_PARAMETER_CACHE=$P $SUPRA --post "$W/window" -c ${INCUMBENT_PROOFS:-4} --label fp-supraseal \
+              > "$W/fp-window.out" 2> "$W/fp-window.log" &
+            pid=$! t0=$SECONDS peak=0
+            while kill -0 $pid 2>/dev/null; do
+              rss=$(( $(awk '/VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0) * 1024 ))
+              (( rss > peak )) && peak=$rss
+              if (( rss > 110 << 30 )); then kill -9 $pid; echo "incumbent killed with $((rss >> 30)) GiB resident"; break; fi
+              sleep 1
+            done
+            wait $pid; echo "incumbent: exit $?, $((SECONDS - t0)) s, peak RSS seen $((peak >> 30)) GiB"
+            tail -3 "$W/fp-window.log"; cat "$W/fp-window.out"
+          fi
+        }
+        [[ ${INCUMBENT_AFTER:-0} = 1 ]] || incumbent
         stamp "WindowPoSt alone, then beside a 2KiB 10-partition stream"
         s=$(smi window)
         # A deadline (WINDOW_DEADLINE, default 900 s): a stalled run ends with its logs kept.
@@ -327,6 +331,7 @@ PY
           -c ${STREAM_2K:-2000} -j 4 --memory-budget-gib 100 --post "$W/window" --post-count ${WINDOW_COUNT:-5} --post-alone 3 --post-ends-stream \
           --json "$W/window.json" --timeline "$W/window.timeline" --svg "$W/window.svg"
         kill $s; grep -vE '^\s*$' "$W/window.out" | grep -vE '^ +[0-9]+ +[0-9.]+ ' | tail -24
+        [[ ${INCUMBENT_AFTER:-0} = 1 ]] && incumbent
         ;;
       64)
         rm -rf "$W/p32"; P=$W/p64; mkdir -p "$P"
