@@ -569,3 +569,111 @@ fn the_streamed_parameters_host_copy_is_reserved_as_resident() {
     p.release();
     assert_eq!((budget.used(), budget.resident()), (0, 0));
 }
+
+/// One circuit's parameters written into `dir` as `id` (random, from `seed`), loaded.
+fn synthetic_params(
+    dir: &std::path::Path,
+    id: &str,
+    rounds: usize,
+    seed: u64,
+) -> Arc<cuzk::params::Srs> {
+    use common::tools::selftest::Synthetic;
+    let mut rng = XorShiftRng::seed_from_u64(seed);
+    let circuit = Synthetic { seed: None, rounds };
+    let params =
+        bellperson::groth16::generate_random_parameters::<blstrs::Bls12, _, _>(circuit, &mut rng)
+            .unwrap();
+    let mut file = std::fs::File::create(cuzk::params::params_path(dir, id)).unwrap();
+    params.write(&mut file).unwrap();
+    let mut vk = Vec::new();
+    params.vk.write(&mut vk).unwrap();
+    std::fs::write(cuzk::params::vk_path(dir, id), vk).unwrap();
+    cuzk::params::SrsCache::new(dir.to_path_buf())
+        .get(id, &cuzk::budget::Budget::new(64 << 30))
+        .unwrap()
+}
+
+/// A GPU whose memory holds one circuit's parameters at a time proves a second circuit after a
+/// first: the prover lets go of the first's parameters for it. The hazard: a PoSt set placed
+/// beside a PoRep set that fills the card found no room "now", and its partitions waited for
+/// room that only the prover itself could give, then went to the CPU, past their deadline.
+/// The device memory limit is the least one (searched down from the first's least plan with
+/// room for its witness) under which the first proves and the second has no room beside it.
+#[test]
+fn a_second_circuit_takes_the_room_the_first_holds() {
+    use common::tools::selftest::Synthetic;
+    use cuzk::{
+        prover::{
+            cuzk_gpu::{plan::PLANS, plan_bytes, CuzkGpuProver},
+            GpuParams, ProverBackend, StageTimes,
+        },
+        sys::gpu_prover::mem_stats,
+    };
+    let Some(_gpu) = gpu("a second circuit in the room of the first") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let rounds = 1 << 15;
+    let (first, second) = ("cuzk-room-first", "cuzk-room-second");
+    let srs = [
+        synthetic_params(dir.path(), first, rounds, 1),
+        synthetic_params(dir.path(), second, rounds, 2),
+    ];
+    let seed = Fr::from(7u64);
+    let out = (0..rounds).fold(seed, |x, _| x.square());
+    let compact = |id: &str| {
+        let rec =
+            cuzk::pce::RecordingCS::record(Synthetic { seed: None, rounds }, id, None).unwrap();
+        let circuit = Synthetic {
+            seed: Some(seed),
+            rounds,
+        };
+        let w = cuzk::pce::WitnessTarget::synthesize(circuit, Some(rec.aux), None).unwrap();
+        (Arc::new(rec), w)
+    };
+    let (rec1, w1) = compact(first);
+    let (rec2, w2) = compact(second);
+    let least = PLANS
+        .iter()
+        .filter(|p| !p.streamed)
+        .map(|&p| plan_bytes(&srs[0], p))
+        .min()
+        .unwrap();
+    let room_for_others = w1.classed().other_index.len() as u64 * 1024;
+    let dev = cuzk::sys::cuda::device(0).unwrap();
+    let base = mem_stats(0).0;
+    let mut r = XorShiftRng::seed_from_u64(3);
+    let (rr, ss) = (Fr::random(&mut r), Fr::random(&mut r));
+    let mut found = None;
+    for quarter in (0..=4).rev() {
+        let limit = base + least + room_for_others * quarter / 4;
+        let p = CuzkGpuProver::new(vec![dev.clone()], 1, GpuParams::Resident, Some(limit));
+        let mut st = StageTimes::default();
+        let proof = p.prove_witness(&rec1.shared_r1cs(), &w1.classed(), &srs[0], rr, ss, &mut st);
+        if !matches!(proof, Some(Ok(_))) {
+            break; // a lower limit cannot prove it either
+        }
+        let beside = p.plans(&srs[1]);
+        eprintln!(
+            "limit {} MiB: the second beside the first: {beside:?}",
+            limit >> 20
+        );
+        if matches!(&beside[..], [(_, Err(e))] if e.status == cuzk::Status::ResourceExhausted) {
+            found = Some(p);
+            break;
+        }
+        p.release();
+    }
+    let p = found.expect("no device memory limit proves the first circuit without room for both");
+    let mut st = StageTimes::default();
+    let proof = p
+        .prove_witness(&rec2.shared_r1cs(), &w2.classed(), &srs[1], rr, ss, &mut st)
+        .expect("a compact proof")
+        .expect("the second circuit proves on the GPU in the first's room");
+    assert!(bellperson::groth16::verify_proof(&srs[1].pvk, &proof, &[out]).unwrap());
+    assert!(!bellperson::groth16::verify_proof(&srs[1].pvk, &proof, &[out + Fr::ONE]).unwrap());
+    // And the first again, in the second's room.
+    let again = p.prove_witness(&rec1.shared_r1cs(), &w1.classed(), &srs[0], rr, ss, &mut st);
+    assert!(matches!(again, Some(Ok(_))), "{again:?}");
+    p.release();
+}

@@ -2,7 +2,7 @@
 //! `.params` file piece by piece straight into the GPUs' copies) or streamed from one pinned
 //! copy in host memory (read whole), as configured or (auto) as each GPU's free memory allows.
 
-use std::{sync::Arc, time::Instant};
+use std::{path::PathBuf, sync::Arc, time::Instant};
 
 use super::{
     device::{kernel_error, Gpu, Held, Loaded},
@@ -73,7 +73,7 @@ impl CuzkGpuProver {
         let mut held: Vec<(usize, Held)> = Vec::new();
         let (mut to_stream, mut resident) = (Vec::new(), Vec::new());
         for &i in &want {
-            match self.plan(i, srs) {
+            match self.plan_making_room(i, srs) {
                 Ok(p) if p.streamed => to_stream.push((i, p)),
                 Ok(p) => resident.push((i, p)),
                 Err(e) => held.push((i, failed(srs, e))),
@@ -363,6 +363,67 @@ impl CuzkGpuProver {
         }
     }
 
+    /// GPU `i`'s plan for `srs`'s circuit, letting go of this prover's other circuits there
+    /// where they hold the room it needs ([`Self::make_room`]); planned again at once, for the
+    /// memory of those no call holds comes back at once. Still no room: RESOURCE_EXHAUSTED
+    /// saying what went (the partition waits for the rest).
+    fn plan_making_room(&self, i: usize, srs: &Srs) -> Result<Plan> {
+        match self.plan(i, srs) {
+            Err(e) if e.status == Status::ResourceExhausted => match self.make_room(i, srs) {
+                Some(went) => self.plan(i, srs).map_err(|mut e| {
+                    e.message = format!("{}; making room: {went}", e.message);
+                    e
+                }),
+                None => Err(e),
+            },
+            r => r,
+        }
+    }
+
+    /// Where GPU `i` has no room now for the least plan of `srs`'s circuit, but this prover's
+    /// own copies there of other circuits' parameters and recordings would give it: lets them
+    /// go, with the GPU's idle partition buffers, and says what went. Their device memory comes
+    /// back as the calls holding them end, so the partition waiting for room gets it (a PoSt
+    /// set placed beside a PoRep set that fills the card). None where letting them go would not
+    /// make the room (another process holds it) or there is nothing to let go.
+    fn make_room(&self, i: usize, srs: &Srs) -> Option<String> {
+        let gpu = &self.gpus[i];
+        let avail = self.avail(i)?;
+        let mut sets = gpu.srs.lock();
+        let others: Vec<(PathBuf, u64)> = sets
+            .iter()
+            .filter(|(path, _)| **path != srs.path)
+            .filter_map(|(path, h)| match h {
+                Held::Loaded(l) => Some((path.clone(), l.dev.bytes())),
+                Held::Failed(..) => None,
+            })
+            .collect();
+        let mut recordings = gpu.recordings.lock();
+        let recorded: u64 = recordings.values().map(|r| r.bytes()).sum();
+        let held: u64 = others.iter().map(|(_, b)| b).sum::<u64>() + recorded;
+        if others.is_empty() || !lets_go(avail, held, self.least_bytes(srs)) {
+            return None;
+        }
+        for (path, _) in &others {
+            sets.remove(path);
+        }
+        recordings.clear();
+        gpu.stages.lock().clear();
+        let went = others
+            .iter()
+            .map(|(path, b)| format!("{} ({} MiB)", path.display(), b >> 20))
+            .collect::<Vec<_>>()
+            .join(", ");
+        log::info!(
+            "{}: no room for {}: letting go of the parameters of {went} and {} MiB of \
+             recordings; they come back when next used",
+            gpu.name,
+            srs.path.display(),
+            recorded >> 20
+        );
+        Some(format!("let go of {went}"))
+    }
+
     /// Device memory the least plan allowed needs for `srs`'s circuit.
     fn least_bytes(&self, srs: &Srs) -> u64 {
         super::plan::PLANS
@@ -428,6 +489,12 @@ pub fn plan_bytes(srs: &Srs, p: Plan) -> u64 {
     work.saturating_add(if p.streamed { 0 } else { srs.file_len })
 }
 
+/// Whether letting go of `held` bytes of this prover's device memory, with `avail` free now,
+/// gives the `least` a circuit needs.
+fn lets_go(avail: u64, held: u64, least: u64) -> bool {
+    held > 0 && avail < least && avail.saturating_add(held) >= least
+}
+
 /// Reads `srs`'s bases into host memory, first reserving the file's size in the memory budget.
 fn read_bases(srs: &Srs) -> Result<(Bases, Reservation)> {
     let reservation = host_room(srs, srs.file_len)?;
@@ -468,4 +535,22 @@ fn no_room(gpu: &Gpu, srs: &Srs, e: String) -> Held {
             ),
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lets_go;
+
+    /// This prover's other circuits are let go only where that gives the room: not where the
+    /// GPU has room already, not where another process holds what is missing, not for nothing.
+    #[test]
+    fn other_circuits_are_let_go_only_where_that_makes_the_room() {
+        let gib = 1u64 << 30;
+        assert!(lets_go(14 * gib, 64 * gib, 77 * gib));
+        assert!(lets_go(0, 77 * gib, 77 * gib));
+        assert!(!lets_go(14 * gib, 60 * gib, 77 * gib));
+        assert!(!lets_go(78 * gib, 64 * gib, 77 * gib));
+        assert!(!lets_go(14 * gib, 0, 14 * gib + 1));
+        assert!(!lets_go(u64::MAX, u64::MAX, u64::MAX));
+    }
 }
