@@ -647,7 +647,8 @@ fn a_second_circuit_takes_the_room_the_first_holds() {
     let mut found = None;
     for quarter in (0..=4).rev() {
         let limit = base + least + room_for_others * quarter / 4;
-        let p = CuzkGpuProver::new(vec![dev.clone()], 1, GpuParams::Resident, Some(limit));
+        let p = CuzkGpuProver::new(vec![dev.clone()], 1, GpuParams::Resident, Some(limit))
+            .with_min_hold(std::time::Duration::ZERO);
         let mut st = StageTimes::default();
         let proof = p.prove_witness(&rec1.shared_r1cs(), &w1.classed(), &srs[0], rr, ss, &mut st);
         if !matches!(proof, Some(Ok(_))) {

@@ -31,6 +31,8 @@ pub(super) struct Loaded {
     pub(super) dev: DeviceSrs,
     pub(super) generation: u64,
     pub(super) plan: Plan,
+    /// When they were loaded (they stay [`super::MIN_HOLD`] at least).
+    pub(super) at: Instant,
     /// Streamed: the budget's hold on the pinned host copy (shared by the GPUs using it).
     pub(super) _host_copy: Option<Arc<Reservation>>,
 }

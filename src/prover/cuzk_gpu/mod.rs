@@ -47,6 +47,7 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Weak,
     },
+    time::Duration,
 };
 
 use bellperson::groth16::Proof;
@@ -80,7 +81,15 @@ pub struct CuzkGpuProver {
     forced: Option<plan::Plan>,
     /// Recordings' host tables pinned for GPUs that read them in place, by (circuit, instance).
     pinned_recs: Mutex<HashMap<(String, u64), Weak<gpu_prover::PinnedRecording>>>,
+    /// How long a circuit's parameters stay on a GPU after loading before another circuit may
+    /// take their room ([`MIN_HOLD`]).
+    min_hold: Duration,
 }
+
+/// Parameters loaded onto a GPU stay there at least this long before another circuit short of
+/// room may take it: two circuits that take turns on a card (a PoRep stream, a WindowPoSt
+/// job's partitions) switch at most once a minute, not once a partition.
+pub const MIN_HOLD: Duration = Duration::from_secs(60);
 
 /// Device memory left to the CUDA context and allocation slack under `CUZK_GPU_MEM_LIMIT`:
 /// the prover's own buffers are capped at the limit less this.
@@ -132,7 +141,15 @@ impl CuzkGpuProver {
             mem_limit,
             forced: None,
             pinned_recs: Mutex::new(HashMap::new()),
+            min_hold: MIN_HOLD,
         }
+    }
+
+    /// Another circuit short of room may take that of parameters loaded `d` ago or longer
+    /// (default [`MIN_HOLD`]).
+    pub fn with_min_hold(mut self, d: Duration) -> Self {
+        self.min_hold = d;
+        self
     }
 
     /// Every GPU proves with plan `p` whatever its memory (the self-test's lean runs); its

@@ -222,6 +222,7 @@ impl CuzkGpuProver {
             dev,
             generation: srs.generation,
             plan,
+            at: Instant::now(),
             _host_copy: None,
         }))
     }
@@ -272,6 +273,7 @@ impl CuzkGpuProver {
                             dev,
                             generation: srs.generation,
                             plan,
+                            at: Instant::now(),
                             _host_copy: Some(hold.clone()),
                         }))
                     }
@@ -381,8 +383,9 @@ impl CuzkGpuProver {
     }
 
     /// Where GPU `i` has no room now for the least plan of `srs`'s circuit, but this prover's
-    /// own copies there of other circuits' parameters and recordings would give it: lets them
-    /// go, with the GPU's idle partition buffers, and says what went. Their device memory comes
+    /// own copies there of other circuits' parameters (loaded [`super::MIN_HOLD`] ago or more)
+    /// and recordings would give it: lets them go, with the GPU's idle partition buffers, and
+    /// says what went. Their device memory comes
     /// back as the calls holding them end, so the partition waiting for room gets it (a PoSt
     /// set placed beside a PoRep set that fills the card). None where letting them go would not
     /// make the room (another process holds it) or there is nothing to let go.
@@ -394,8 +397,10 @@ impl CuzkGpuProver {
             .iter()
             .filter(|(path, _)| **path != srs.path)
             .filter_map(|(path, h)| match h {
-                Held::Loaded(l) => Some((path.clone(), l.dev.bytes())),
-                Held::Failed(..) => None,
+                Held::Loaded(l) if l.at.elapsed() >= self.min_hold => {
+                    Some((path.clone(), l.dev.bytes()))
+                }
+                _ => None,
             })
             .collect();
         let mut recordings = gpu.recordings.lock();
