@@ -73,7 +73,13 @@ impl CuzkGpuProver {
         let mut held: Vec<(usize, Held)> = Vec::new();
         let (mut to_stream, mut resident) = (Vec::new(), Vec::new());
         for &i in &want {
-            match self.plan_making_room(i, srs) {
+            // Room is made on the GPU asked only: the others keep proving what they hold.
+            let plan = if i == g {
+                self.plan_making_room(i, srs)
+            } else {
+                self.plan(i, srs)
+            };
+            match plan {
                 Ok(p) if p.streamed => to_stream.push((i, p)),
                 Ok(p) => resident.push((i, p)),
                 Err(e) => held.push((i, failed(srs, e))),
