@@ -459,15 +459,11 @@ impl CuzkGpuProver {
         super::pipeline::takers(self.usable(), |g| self.never_holds(g, srs))
     }
 
-    /// The device memory GPU `i` could give a circuit with nothing else on it: the card's, or
-    /// `CUZK_GPU_MEM_LIMIT` where lower, less the CUDA context. None without a device.
+    /// The device memory GPU `i` could give a circuit with nothing else on it: the card's less
+    /// the CUDA context, or `CUZK_GPU_MEM_LIMIT` where lower. None without a device.
     pub(super) fn capacity(&self, i: usize) -> Option<u64> {
         let total = cuda::device(self.gpus[i].ordinal).ok()?.total_mem;
-        Some(
-            self.mem_limit
-                .map_or(total, |l| l.min(total))
-                .saturating_sub(super::CONTEXT_BYTES),
-        )
+        Some(capacity_of(total, self.mem_limit))
     }
 
     /// The device memory GPU `i` can give a circuit now: its free memory, within
@@ -498,6 +494,15 @@ pub fn plan_bytes(srs: &Srs, p: Plan) -> u64 {
         shape.recording_bytes_per_row,
     );
     work.saturating_add(if p.streamed { 0 } else { srs.file_len })
+}
+
+/// What a card of `total` bytes can give a circuit with nothing else on it, under `limit`: as
+/// [`CuzkGpuProver::avail`] counts an empty card (its free memory, the context taken; the
+/// limit, whose context the plans' spare covers), so a circuit whose least plan fits the limit
+/// is never refused as one the card can never hold.
+fn capacity_of(total: u64, limit: Option<u64>) -> u64 {
+    let card = total.saturating_sub(super::CONTEXT_BYTES);
+    limit.map_or(card, |l| l.min(card))
 }
 
 /// Whether letting go of `held` bytes of this prover's device memory, with `avail` free now,
@@ -550,7 +555,20 @@ fn no_room(gpu: &Gpu, srs: &Srs, e: String) -> Held {
 
 #[cfg(test)]
 mod tests {
-    use super::lets_go;
+    use super::{capacity_of, lets_go};
+
+    /// Under a device memory limit a card can give a circuit the limit (the plans' spare
+    /// covers the context), as the plan counts an empty card: a circuit whose least plan fits
+    /// the limit is not refused as never fitting. The hazard: the context counted twice made
+    /// a 629 MiB limit a 117 MiB card, and a circuit of 597 MiB UNSUPPORTED.
+    #[test]
+    fn a_limit_is_what_an_empty_card_gives() {
+        let (mib, gib) = (1u64 << 20, 1u64 << 30);
+        assert_eq!(capacity_of(80 * gib, Some(629 * mib)), 629 * mib);
+        assert_eq!(capacity_of(80 * gib, None), 80 * gib - 512 * mib);
+        assert_eq!(capacity_of(80 * gib, Some(100 * gib)), 80 * gib - 512 * mib);
+        assert_eq!(capacity_of(100 * mib, Some(u64::MAX)), 0);
+    }
 
     /// This prover's other circuits are let go only where that gives the room: not where the
     /// GPU has room already, not where another process holds what is missing, not for nothing.
