@@ -780,6 +780,53 @@ impl Drop for RetryHeld<'_> {
     }
 }
 
+/// Room on the host for the CPU to prove partition `k` of `job`, which holds `held` bytes for
+/// a GPU: the rest of the CPU prover's memory, reserved ahead of new synthesis (like the
+/// partitions waiting here, it cannot be given back meanwhile), then the parameters in host
+/// memory, the same way. Some(the rest's reservation, where there is a rest), or None where the
+/// job stopped meanwhile.
+fn cpu_room<'a>(
+    inner: &'a Arc<Inner>,
+    job: &Arc<Job>,
+    k: usize,
+    srs: &Srs,
+    held: u64,
+) -> Result<Option<Option<RetryHeld<'a>>>> {
+    let cannot = |e: Error| {
+        Error::new(
+            e.status,
+            format!(
+                "partition {k} failed on the GPU and cannot be proved on the CPU: {}",
+                e.message
+            ),
+        )
+    };
+    let extra = srs.size.host_bytes(HostPath::Cpu).saturating_sub(held);
+    let more = if extra > 0 {
+        let r = inner
+            .budget
+            .acquire_priority(
+                extra,
+                &format!("the CPU retry of partition {k} of job {}", job.id),
+                || inner.retry_held.load(Ordering::Acquire),
+                || inner.give_up(job),
+            )
+            .map_err(cannot)?;
+        Some(RetryHeld::new(inner, r))
+    } else {
+        None
+    };
+    if job.stopped() {
+        return Ok(None);
+    }
+    srs.params_waiting(
+        || inner.retry_held.load(Ordering::Acquire),
+        || inner.give_up(job),
+    )
+    .map_err(cannot)?;
+    Ok((!job.stopped()).then_some(more))
+}
+
 fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
     let RetryItem {
         item:
@@ -797,47 +844,9 @@ fn retry_one(inner: &Arc<Inner>, it: RetryItem) -> Result<()> {
         r,
         s,
     } = it;
-    let cannot = |e: Error| {
-        Error::new(
-            e.status,
-            format!(
-                "partition {k} failed on the GPU and cannot be proved on the CPU: {}",
-                e.message
-            ),
-        )
-    };
-    // The CPU prover holds more than a GPU's partition: the rest is reserved first, ahead of
-    // new synthesis; like the partitions waiting here, it cannot be given back meanwhile.
-    let extra = srs
-        .size
-        .host_bytes(HostPath::Cpu)
-        .saturating_sub(reservation.bytes());
-    let _more = if extra > 0 {
-        let r = inner
-            .budget
-            .acquire_priority(
-                extra,
-                &format!("the CPU retry of partition {k} of job {}", job.id),
-                || inner.retry_held.load(Ordering::Acquire),
-                || inner.give_up(&job),
-            )
-            .map_err(cannot)?;
-        Some(RetryHeld::new(inner, r))
-    } else {
-        None
-    };
-    if job.stopped() {
+    let Some(_more) = cpu_room(inner, &job, k, &srs, reservation.bytes())? else {
         return Ok(());
-    }
-    // Then the parameters in host memory, the same way.
-    srs.params_waiting(
-        || inner.retry_held.load(Ordering::Acquire),
-        || inner.give_up(&job),
-    )
-    .map_err(cannot)?;
-    if job.stopped() {
-        return Ok(());
-    }
+    };
     let assignment = match work {
         Work::Assignment(a) => a,
         // The CPU prover takes the assignment: computed here from the witness.

@@ -572,6 +572,35 @@ fn hand_on(inner: &Inner, w: usize, key: Key, item: ProveItem, check_again: bool
     Ok(())
 }
 
+/// The parameters of `job`'s circuits, the GPUs prepared for them, and how partition `k` is
+/// synthesized: the full assignment for the CPU where `check_again`, else once the circuit's
+/// recording is ready, as [`plan`] says. None where the job stopped meanwhile.
+fn parameters_and_plan(
+    inner: &Arc<Inner>,
+    circuits: &Arc<dyn SealCircuits>,
+    job: &Arc<Job>,
+    k: usize,
+    check_again: bool,
+) -> Result<Option<(Arc<Srs>, Plan)>> {
+    let srs = inner.srs_for(circuits.params_id(), circuits.shape().sector_size)?;
+    // Before the GPUs place the parameters: their plan counts what the kind's witnesses hold.
+    srs.expect_witness_shape(circuits.witness_shape());
+    prepare_backends(inner, &srs)?;
+    if check_again {
+        let cpu = Plan {
+            held: None,
+            path: HostPath::Cpu,
+        };
+        return Ok(Some((srs, cpu)));
+    }
+    wait_for_recording(inner, circuits, &srs, job, k)?;
+    if job.stopped() {
+        return Ok(None);
+    }
+    let plan = plan(inner, circuits.params_id(), &srs);
+    Ok(Some((srs, plan)))
+}
+
 /// Synthesizes partition `k` of `job` and hands it on: to the prover queue, or, where
 /// `check_again` (its first proof failed the self-check), synthesized in full to the CPU
 /// retry worker.
@@ -586,23 +615,8 @@ fn synthesize_one(
     let Ok(circuits) = job.circuits() else {
         return Ok(());
     };
-    let srs = inner.srs_for(circuits.params_id(), circuits.shape().sector_size)?;
-    // Before the GPUs place the parameters: their plan counts what the kind's witnesses hold.
-    srs.expect_witness_shape(circuits.witness_shape());
-    prepare_backends(inner, &srs)?;
-    if !check_again {
-        wait_for_recording(inner, &circuits, &srs, job, k)?;
-        if job.stopped() {
-            return Ok(());
-        }
-    }
-    let plan = if check_again {
-        Plan {
-            held: None,
-            path: HostPath::Cpu,
-        }
-    } else {
-        plan(inner, circuits.params_id(), &srs)
+    let Some((srs, plan)) = parameters_and_plan(inner, &circuits, job, k, check_again)? else {
+        return Ok(());
     };
     let bytes = inner.partition_bytes(circuits.params_id(), &srs, plan.path);
     let Some(reservation) = reserve(inner, job, k, bytes)? else {

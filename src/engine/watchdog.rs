@@ -131,7 +131,21 @@ pub(super) fn watched<T: Send + 'static>(
         let call = call.lock().take().expect("no thread took it");
         return Some(call(inner));
     }
+    wait_or_give_up(inner, d, &shared, deadline, devices, held, placed.len())
+}
 
+/// Waits for the call `shared` of backend `d` until `deadline`: its output, or None where it
+/// is given up then: the `devices` still inside it (where the backend knows) go out of
+/// service, and the `held` bytes of its `n` partitions stay held until it returns.
+fn wait_or_give_up<T>(
+    inner: &Arc<Inner>,
+    d: usize,
+    shared: &Shared<T>,
+    deadline: Instant,
+    devices: Vec<usize>,
+    held: u64,
+    n: usize,
+) -> Option<T> {
     let mut st = shared.state.lock();
     loop {
         if matches!(&*st, State::Done(_)) {
@@ -145,7 +159,6 @@ pub(super) fn watched<T: Send + 'static>(
         }
         shared.cv.wait_until(&mut st, deadline);
     }
-    // Given up: the devices still inside the call (where the backend knows) go out.
     let subs = inner.backends[d]
         .busy_devices()
         .filter(|b| !b.is_empty())
@@ -154,9 +167,8 @@ pub(super) fn watched<T: Send + 'static>(
     inner.abandoned[d].fetch_add(1, Ordering::AcqRel);
     drop(st);
     log::error!(
-        "{}: a call of {} partition(s) is past its deadline; given up",
+        "{}: a call of {n} partition(s) is past its deadline; given up",
         inner.backends[d].name(),
-        placed.len()
     );
     health::take_out_hung(inner, d, &subs);
     None
