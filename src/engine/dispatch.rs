@@ -640,19 +640,9 @@ impl Returned<'_> {
     }
 }
 
-/// Proves a batch on `backend`: the witnesses through the backend's own product, one call per
-/// recording (a second one where a recording was replaced meanwhile), the assignments in one
-/// `prove_batch`. Result `i` is for `works[i]`; the work stays in place where the backend only
-/// read it.
-fn prove_works(
-    backend: &dyn ProverBackend,
-    works: &mut [Option<Work>],
-    srs: &Srs,
-    (rs, ss): (&[Fr], &[Fr]),
-    times: &mut [StageTimes],
-    stop: Between<'_>,
-) -> Vec<(usize, Result<Proof<Bls12>>)> {
-    let n = works.len();
+/// The indices of `works` that are witnesses, grouped by the recording they are for (in the
+/// order first met), and those that are assignments.
+fn by_recording(works: &[Option<Work>]) -> (Vec<(Arc<pce::Held>, Vec<usize>)>, Vec<usize>) {
     let mut groups: Vec<(Arc<pce::Held>, Vec<usize>)> = Vec::new();
     let mut asg_idx = Vec::new();
     for (i, w) in works.iter().enumerate() {
@@ -666,6 +656,23 @@ fn prove_works(
             _ => asg_idx.push(i),
         }
     }
+    (groups, asg_idx)
+}
+
+/// Proves a batch on `backend`: the witnesses through the backend's own product, one call per
+/// recording (a second one where a recording was replaced meanwhile), the assignments in one
+/// `prove_batch`. Result `i` is for `works[i]`; the work stays in place where the backend only
+/// read it.
+fn prove_works(
+    backend: &dyn ProverBackend,
+    works: &mut [Option<Work>],
+    srs: &Srs,
+    (rs, ss): (&[Fr], &[Fr]),
+    times: &mut [StageTimes],
+    stop: Between<'_>,
+) -> Vec<(usize, Result<Proof<Bls12>>)> {
+    let n = works.len();
+    let (groups, asg_idx) = by_recording(works);
     let mut results: Vec<Option<(usize, Result<Proof<Bls12>>)>> = (0..n).map(|_| None).collect();
     let pick = |idx: &[usize], v: &[Fr]| idx.iter().map(|&i| v[i]).collect::<Vec<Fr>>();
     let mut store = |idx: &[usize], out: Vec<(usize, Result<Proof<Bls12>>)>, t: Vec<StageTimes>| {
