@@ -391,10 +391,10 @@ impl CuzkGpuProver {
     /// Where GPU `i` has no room now for the least plan of `srs`'s circuit, but this prover's
     /// own copies there of other circuits' parameters (loaded [`super::MIN_HOLD`] ago or more)
     /// and recordings would give it: lets them go, with the GPU's idle partition buffers, and
-    /// says what went. Their device memory comes
-    /// back as the calls holding them end, so the partition waiting for room gets it (a PoSt
-    /// set placed beside a PoRep set that fills the card). None where letting them go would not
-    /// make the room (another process holds it) or there is nothing to let go.
+    /// says what went. Their device memory comes back as the calls holding them end, so the
+    /// partition waiting for room gets it (a PoSt set placed beside a PoRep set that fills the
+    /// card). None where letting them go would not make the room (another process holds it) or
+    /// there is nothing to let go.
     fn make_room(&self, i: usize, srs: &Srs) -> Option<String> {
         let gpu = &self.gpus[i];
         let avail = self.avail(i)?;
