@@ -766,16 +766,21 @@ pub(super) fn retry_worker(inner: &Arc<Inner>) {
     }
 }
 
-/// A reservation counted in `retry_held` while it lives.
+/// A reservation (none where nothing more was needed) counted in `retry_held` while it lives.
 struct RetryHeld<'a> {
     inner: &'a Inner,
-    r: Reservation,
+    r: Option<Reservation>,
 }
 
 impl<'a> RetryHeld<'a> {
-    fn new(inner: &'a Inner, r: Reservation) -> Self {
-        inner.retry_held.fetch_add(r.bytes(), Ordering::AcqRel);
-        RetryHeld { inner, r }
+    fn new(inner: &'a Inner, r: Option<Reservation>) -> Self {
+        let held = RetryHeld { inner, r };
+        inner.retry_held.fetch_add(held.bytes(), Ordering::AcqRel);
+        held
+    }
+
+    fn bytes(&self) -> u64 {
+        self.r.as_ref().map_or(0, Reservation::bytes)
     }
 }
 
@@ -783,22 +788,21 @@ impl Drop for RetryHeld<'_> {
     fn drop(&mut self) {
         self.inner
             .retry_held
-            .fetch_sub(self.r.bytes(), Ordering::AcqRel);
+            .fetch_sub(self.bytes(), Ordering::AcqRel);
     }
 }
 
 /// Room on the host for the CPU to prove partition `k` of `job`, which holds `held` bytes for
 /// a GPU: the rest of the CPU prover's memory, reserved ahead of new synthesis (like the
 /// partitions waiting here, it cannot be given back meanwhile), then the parameters in host
-/// memory, the same way. Some(the rest's reservation, where there is a rest), or None where the
-/// job stopped meanwhile.
+/// memory, the same way. The rest's reservation, or None where the job stopped meanwhile.
 fn cpu_room<'a>(
     inner: &'a Arc<Inner>,
     job: &Arc<Job>,
     k: usize,
     srs: &Srs,
     held: u64,
-) -> Result<Option<Option<RetryHeld<'a>>>> {
+) -> Result<Option<RetryHeld<'a>>> {
     let cannot = |e: Error| {
         Error::new(
             e.status,
@@ -819,9 +823,9 @@ fn cpu_room<'a>(
                 || inner.give_up(job),
             )
             .map_err(cannot)?;
-        Some(RetryHeld::new(inner, r))
+        RetryHeld::new(inner, Some(r))
     } else {
-        None
+        RetryHeld::new(inner, None)
     };
     if job.stopped() {
         return Ok(None);
