@@ -1,5 +1,6 @@
 //! Witness-only synthesis: the alloc closures run, the enforce closures do not.
 
+use std::cell::RefCell;
 use std::sync::{atomic::AtomicBool, Arc};
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
@@ -304,7 +305,29 @@ pub struct WitnessTarget {
 impl WitnessTarget {
     /// The witness of `circuit`, numbered as [`super::RecordingCS`] numbers its variables.
     /// `aux_hint` sizes the vectors; `abort` stops it (with an error) soon after it turns true.
-    pub fn synthesize<C: Circuit<Fr>>(
+    pub fn synthesize<C: Circuit<Fr> + Send>(
+        circuit: C,
+        aux_hint: Option<usize>,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<Witness, SynthesisError> {
+        let Some(flag) = abort else {
+            return Self::synthesize_here(circuit, aux_hint, None);
+        };
+        // Extensible circuits synthesize parts in parallel into targets made by `new`, which
+        // has no argument to pass the flag by. So the parts run on a pool of this job's own,
+        // as many threads as the one it was called on, each of which holds the flag.
+        let threads = rayon::current_num_threads();
+        let on_start = flag.clone();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("cuzk-witness-{i}"))
+            .start_handler(move |_| JOB_ABORT.with(|a| *a.borrow_mut() = Some(on_start.clone())))
+            .build()
+            .map_err(|e| SynthesisError::IoError(std::io::Error::other(e.to_string())))?;
+        pool.install(|| Self::synthesize_here(circuit, aux_hint, Some(flag)))
+    }
+
+    fn synthesize_here<C: Circuit<Fr>>(
         circuit: C,
         aux_hint: Option<usize>,
         abort: Option<Arc<AtomicBool>>,
@@ -319,13 +342,20 @@ impl WitnessTarget {
     }
 }
 
+thread_local! {
+    /// The stop flag of the job whose witness this thread's pool makes, for the targets `new`
+    /// makes there (see [`WitnessTarget::synthesize`]).
+    static JOB_ABORT: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
 impl ConstraintSystem<Fr> for WitnessTarget {
     type Root = Self;
 
+    /// A part's target; it stops with the job whose pool it is made on.
     fn new() -> Self {
         WitnessTarget {
             w: Witness::default(),
-            abort: None,
+            abort: JOB_ABORT.with(|a| a.borrow().clone()),
         }
     }
 
@@ -395,6 +425,66 @@ impl ConstraintSystem<Fr> for WitnessTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Parts synthesized in parallel into targets made by `new`, as storage-proofs' PoSt
+    /// circuit makes them; `allocated` counts the values computed.
+    struct Parts {
+        parts: usize,
+        each: usize,
+        allocated: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Circuit<Fr> for Parts {
+        fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            use rayon::prelude::*;
+            assert!(CS::is_extensible());
+            let parts = (0..self.parts)
+                .into_par_iter()
+                .map(|_| {
+                    let mut part = CS::new();
+                    part.alloc_input(|| "", || Ok(Fr::ONE))?;
+                    for i in 0..self.each {
+                        part.alloc(
+                            || "",
+                            || {
+                                self.allocated
+                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                Ok(Fr::from(i as u64 % 3))
+                            },
+                        )?;
+                    }
+                    Ok(part)
+                })
+                .collect::<Result<Vec<_>, SynthesisError>>()?;
+            for part in &parts {
+                cs.extend(part);
+            }
+            Ok(())
+        }
+    }
+
+    /// A job stopped while its parts are synthesized in parallel stops in every part, not
+    /// after each has run to its end; unstopped, the parts join in order.
+    #[test]
+    fn a_stopped_job_stops_its_parallel_parts() {
+        let each = 1 << 20;
+        let allocated = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let circuit = |parts| Parts {
+            parts,
+            each,
+            allocated: allocated.clone(),
+        };
+        let w = WitnessTarget::synthesize(circuit(3), None, Some(Arc::default())).unwrap();
+        assert_eq!(w.n_aux(), 3 * each);
+        assert_eq!(w.value(each + 4), Fr::from(1));
+        allocated.store(0, std::sync::atomic::Ordering::Relaxed);
+
+        let stop = Arc::new(AtomicBool::new(true));
+        let got = WitnessTarget::synthesize(circuit(8), None, Some(stop));
+        assert!(got.is_err(), "a stopped job made its witness");
+        let n = allocated.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(n < 8 * each / 4, "{n} values made after the stop");
+    }
 
     /// Witnesses appended at every offset within a class word are the witness pushed in one
     /// piece: classes, others and inputs.

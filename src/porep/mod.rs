@@ -269,7 +269,7 @@ pub(crate) fn record_circuit<C: Circuit<Fr>>(
 }
 
 /// Partition `k`'s witness only (`SealCircuits::synthesize_witness`).
-pub(crate) fn witness_of<C: Circuit<Fr>>(
+pub(crate) fn witness_of<C: Circuit<Fr> + Send>(
     circuit: C,
     k: usize,
     aux_hint: Option<usize>,
