@@ -37,6 +37,8 @@ pub mod post;
 /// cbindgen:ignore
 pub mod prover;
 /// cbindgen:ignore
+pub mod snap;
+/// cbindgen:ignore
 #[allow(unsafe_code)]
 pub mod sys;
 /// cbindgen:ignore

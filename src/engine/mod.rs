@@ -81,6 +81,7 @@ use crate::{
     params::{Srs, SrsCache},
     porep, post,
     prover::{cpu::CpuProver, ProverBackend},
+    snap,
     timeline::{in_callback, EventKind, Sink, Timeline, NO_PARTITION},
 };
 
@@ -547,6 +548,20 @@ impl Engine {
         }
         self.inner.jobs.reap();
         let prepared = post::prepare(req)?;
+        self.submit_prepared(prepared, req.priority)
+    }
+
+    /// Queues a SnapDeals job ([`snap::SnapRequest`]: filecoin-ffi's
+    /// `GenerateUpdateProofWithVanilla` inputs), validated first (every partition's vanilla
+    /// proof checked against the commitments: INVALID_INPUT where one does not verify); returns
+    /// the job id. Its partitions go in PoRep's class. Its output's `proof` is filecoin-proofs'
+    /// `EmptySectorUpdateProof` bytes, `partitions × 192`.
+    pub fn submit_snap(&self, req: &snap::SnapRequest) -> Result<u64> {
+        if !self.is_running() {
+            return Err(Error::new(Status::NotRunning, "the engine is shut down"));
+        }
+        self.inner.jobs.reap();
+        let prepared = snap::prepare(req)?;
         self.submit_prepared(prepared, req.priority)
     }
 

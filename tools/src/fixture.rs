@@ -383,3 +383,140 @@ pub fn generate_post_params(
     let written = paramgen::generate(&rec, dir, u64::from(proof.sector_size()), seed)?;
     Ok((rec, written))
 }
+
+/// Makes random (test) Groth16 parameters for a SnapDeals (update) proof type in `dir` (test
+/// sector sizes only), in the `.params`/`.vk`/`.meta` form filecoin-proofs reads, unless they
+/// exist. Returns the parameter id and whether it generated them.
+pub fn ensure_snap_params(
+    proof: cuzk::snap::UpdateProof,
+    dir: &Path,
+    seed: u64,
+) -> Result<(String, bool)> {
+    let id = cuzk::snap::params_id_for(proof)?;
+    if porep::is_production_size(u64::from(proof.sector_size())) {
+        return Err(Error::unsupported(format!(
+            "random update parameters are made here for test sector sizes only, not {proof:?}"
+        )));
+    }
+    if params_path(dir, &id).exists() && vk_path(dir, &id).exists() {
+        return Ok((id, false));
+    }
+    let (rec, _) = generate_snap_params(proof, dir, seed)?;
+    debug_assert_eq!(rec.id, id);
+    Ok((id, true))
+}
+
+/// Random (marked) Groth16 parameters for an update proof type of any sector size, from its
+/// circuit's recording, in `dir` (production sizes: for benchmarks, in a directory of their
+/// own). Overwrites.
+pub fn generate_snap_params(
+    proof: cuzk::snap::UpdateProof,
+    dir: &Path,
+    seed: u64,
+) -> Result<(Recording, paramgen::Written)> {
+    let rec = cuzk::snap::record_blank(proof, None)?;
+    let written = paramgen::generate(&rec, dir, u64::from(proof.sector_size()), seed)?;
+    Ok((rec, written))
+}
+
+/// A sector updated by filecoin-proofs (SnapDeals): its three commitments and the partition
+/// proofs filecoin-proofs makes from it (`generate_partition_proofs`, as a node's
+/// `GenerateUpdateVanillaProofs`).
+#[derive(Clone, Debug)]
+pub struct SnapSector {
+    pub proof: cuzk::snap::UpdateProof,
+    pub comm_r_old: [u8; 32],
+    pub comm_r_new: [u8; 32],
+    pub comm_d_new: [u8; 32],
+    pub vanilla_proofs: Vec<Vec<u8>>,
+}
+
+impl SnapSector {
+    /// The engine's request for this sector.
+    pub fn request(&self, priority: i32) -> cuzk::snap::SnapRequest {
+        cuzk::snap::SnapRequest {
+            proof: self.proof,
+            comm_r_old: self.comm_r_old,
+            comm_r_new: self.comm_r_new,
+            comm_d_new: self.comm_d_new,
+            vanilla_proofs: self.vanilla_proofs.clone(),
+            priority,
+        }
+    }
+
+    /// filecoin-proofs' `verify_empty_sector_update_proof` over `proof` (the parameter cache
+    /// holds the update's verifying key).
+    pub fn verify(&self, proof: &[u8]) -> Result<bool> {
+        filecoin_proofs_api::update::verify_empty_sector_update_proof(
+            self.proof,
+            proof,
+            self.comm_r_old,
+            self.comm_r_new,
+            self.comm_d_new,
+        )
+        .map_err(anyhow_err("verify_empty_sector_update_proof"))
+    }
+}
+
+/// Seals a sector as [`seal_c1`] does, then updates it with `data_seed`'s random data
+/// (filecoin-proofs' `empty_sector_update_encode_into`) and makes its partition proofs, all in
+/// `work_dir`. Test proof types (V1_1) only.
+pub fn snap_sector(spec: &FixtureSpec, data_seed: u64, work_dir: &Path) -> Result<SnapSector> {
+    use filecoin_proofs_api::update as fu;
+    let io = |e: std::io::Error| Error::internal(format!("fixture I/O: {e}"));
+    let c1 = seal_c1(spec, work_dir)?;
+    let comm_r_old = porep::parse_c1(&c1)?.c1.comm_r;
+    let sector_size = u64::from(spec.proof.sector_size());
+    let proof = cuzk::snap::update_proof_for_size(sector_size)?;
+    let unpadded = UnpaddedBytesAmount(sector_size / 128 * 127);
+    let mut data = vec![0u8; unpadded.0 as usize];
+    rand_xorshift::XorShiftRng::seed_from_u64(data_seed).fill_bytes(&mut data);
+    let staged = work_dir.join("update-staged");
+    let mut staged_file = std::fs::File::create(&staged).map_err(io)?;
+    let (piece, _) = seal::add_piece(
+        spec.proof,
+        Cursor::new(&data),
+        &mut staged_file,
+        unpadded,
+        &[],
+    )
+    .map_err(anyhow_err("add_piece"))?;
+    staged_file.flush().map_err(io)?;
+    drop(staged_file);
+    let (replica, cache) = (work_dir.join("update"), work_dir.join("update-cache"));
+    let _ = std::fs::remove_dir_all(&cache);
+    std::fs::create_dir_all(&cache).map_err(io)?;
+    // filecoin-proofs writes the new replica into a file of the sector's size.
+    std::fs::File::create(&replica)
+        .and_then(|f| f.set_len(sector_size))
+        .map_err(io)?;
+    let (key, key_cache) = (work_dir.join("sealed"), work_dir.join("cache"));
+    let encoded = fu::empty_sector_update_encode_into(
+        proof,
+        &replica,
+        &cache,
+        &key,
+        &key_cache,
+        &staged,
+        &[piece],
+    )
+    .map_err(anyhow_err("empty_sector_update_encode_into"))?;
+    let vanilla = fu::generate_partition_proofs(
+        proof,
+        comm_r_old,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        &key,
+        &key_cache,
+        &replica,
+        &cache,
+    )
+    .map_err(anyhow_err("generate_partition_proofs"))?;
+    Ok(SnapSector {
+        proof,
+        comm_r_old,
+        comm_r_new: encoded.comm_r_new,
+        comm_d_new: encoded.comm_d_new,
+        vanilla_proofs: vanilla.into_iter().map(|p| p.0).collect(),
+    })
+}
