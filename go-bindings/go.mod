@@ -2,12 +2,15 @@ module github.com/cuzk-project/cuzk/go-bindings
 
 go 1.23.0
 
-require github.com/filecoin-project/go-state-types v0.16.0
+require (
+	github.com/filecoin-project/go-state-types v0.16.0
+	github.com/ipfs/go-cid v0.5.0
+	github.com/multiformats/go-multihash v0.2.3
+)
 
 require (
 	github.com/filecoin-project/go-address v1.2.0 // indirect
 	github.com/ipfs/go-block-format v0.2.0 // indirect
-	github.com/ipfs/go-cid v0.5.0 // indirect
 	github.com/ipfs/go-ipfs-util v0.0.3 // indirect
 	github.com/ipfs/go-ipld-cbor v0.2.0 // indirect
 	github.com/ipfs/go-ipld-format v0.6.0 // indirect
@@ -17,7 +20,6 @@ require (
 	github.com/multiformats/go-base32 v0.1.0 // indirect
 	github.com/multiformats/go-base36 v0.2.0 // indirect
 	github.com/multiformats/go-multibase v0.2.0 // indirect
-	github.com/multiformats/go-multihash v0.2.3 // indirect
 	github.com/multiformats/go-varint v0.0.7 // indirect
 	github.com/polydawn/refmt v0.89.0 // indirect
 	github.com/spaolacci/murmur3 v1.1.0 // indirect

@@ -602,6 +602,45 @@ typedef struct cuzk_post_request {
   int64_t partition_index;
 } cuzk_post_request;
 
+/**
+ * One SnapDeals job: what filecoin-ffi's `GenerateUpdateProofWithVanilla` takes. Initialize
+ * with `cuzk_update_request_default`, then set the fields.
+ */
+typedef struct cuzk_update_request {
+  /**
+   * `sizeof(cuzk_update_request)`, set by `cuzk_update_request_default`.
+   */
+  uint32_t struct_size;
+  /**
+   * Higher runs first within PoRep's class (default 0).
+   */
+  int32_t priority;
+  /**
+   * go-state-types' `abi.RegisteredUpdateProof`: 0-4 (2KiB..64GiB).
+   */
+  int64_t registered_proof;
+  /**
+   * The sector key's comm_r (before the update), a field element.
+   */
+  uint8_t comm_r_old[32];
+  /**
+   * The updated replica's comm_r, a field element.
+   */
+  uint8_t comm_r_new[32];
+  /**
+   * The new data's comm_d, a field element.
+   */
+  uint8_t comm_d_new[32];
+  /**
+   * `vanilla_count` vanilla proofs, one per partition in order: the bincode bytes of
+   * storage-proofs-update's `PartitionProof`, as filecoin-ffi's
+   * `GenerateUpdateVanillaProofs` returns them. The array and the bytes are borrowed for the
+   * call only.
+   */
+  const struct cuzk_slice *vanilla_proofs;
+  size_t vanilla_count;
+} cuzk_update_request;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -854,6 +893,36 @@ cuzk_status cuzk_post_submit(const struct cuzk_post_request *req,
 cuzk_status cuzk_generate_post(const struct cuzk_post_request *req,
                                struct cuzk_bytes *proof_out,
                                struct cuzk_error *err_out);
+
+/**
+ * Fills `*out` with an empty request (priority 0). NULL is ignored.
+ */
+void cuzk_update_request_default(struct cuzk_update_request *out);
+
+/**
+ * Validates a SnapDeals job and queues it; writes its id to `*job_id_out` (then `cuzk_await`,
+ * `cuzk_poll`, `cuzk_cancel` as for any job; its proof is `partitions × 192` bytes,
+ * filecoin-proofs' `EmptySectorUpdateProof`). Validation errors are returned here: an unknown
+ * proof type or a commitment that is no field element (`CUZK_STATUS_INVALID_ARGUMENT`);
+ * vanilla proofs that do not parse, are not one per partition, or do not verify against the
+ * commitments (`CUZK_STATUS_INVALID_INPUT`); `CUZK_STATUS_RESOURCE_EXHAUSTED` when `max_jobs`
+ * jobs are queued or running; `CUZK_STATUS_NOT_RUNNING` without an engine. Thread-safe.
+ */
+cuzk_status cuzk_update_submit(const struct cuzk_update_request *req,
+                               uint64_t *job_id_out,
+                               struct cuzk_error *err_out);
+
+/**
+ * Drop-in for filecoin-ffi's `generate_empty_sector_update_proof_with_vanilla`: proves
+ * `*req`, blocking until done, and writes filecoin-proofs' proof bytes to `*proof_out`
+ * (`partitions × 192`, 16 partitions at 32 and 64 GiB). The proof has passed the self-check
+ * unless the engine was started with `self_check = 0`. Starts the engine with defaults if it
+ * is not running. Errors as `cuzk_update_submit`, then as `cuzk_await`;
+ * `CUZK_STATUS_IN_CALLBACK` from a timeline callback (use `cuzk_update_submit`). Thread-safe.
+ */
+cuzk_status cuzk_generate_update(const struct cuzk_update_request *req,
+                                 struct cuzk_bytes *proof_out,
+                                 struct cuzk_error *err_out);
 
 #ifdef __cplusplus
 }  // extern "C"

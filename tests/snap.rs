@@ -142,3 +142,84 @@ fn bad_snap_requests_are_clear_errors_and_the_engine_goes_on() {
     assert!(s.verify(&proof).unwrap());
     e.shutdown().unwrap();
 }
+
+/// The C ABI as a C program calls it: `cuzk_generate_update` (the blocking drop-in) and
+/// `cuzk_update_submit` then `cuzk_await`, their proofs accepted by filecoin-proofs; bad
+/// arguments a status and a message, nothing written.
+#[test]
+fn snap_through_the_c_abi_is_accepted_by_filecoin_proofs() {
+    use cuzk::ffi::{
+        cuzk_await, cuzk_bytes, cuzk_bytes_free, cuzk_error, cuzk_error_free, cuzk_generate_update,
+        cuzk_slice, cuzk_update_request, cuzk_update_request_default, cuzk_update_submit,
+    };
+    let s = sector();
+    let slices: Vec<cuzk_slice> = s
+        .vanilla_proofs
+        .iter()
+        .map(|b| cuzk_slice {
+            ptr: b.as_ptr(),
+            len: b.len(),
+        })
+        .collect();
+    let fresh = || {
+        let mut req = std::mem::MaybeUninit::<cuzk_update_request>::uninit();
+        cuzk_update_request_default(req.as_mut_ptr());
+        // SAFETY: filled by cuzk_update_request_default.
+        let mut req = unsafe { req.assume_init() };
+        req.registered_proof = 0; // abi.RegisteredUpdateProof_StackedDrg2KiBV1
+        req.comm_r_old = s.comm_r_old;
+        req.comm_r_new = s.comm_r_new;
+        req.comm_d_new = s.comm_d_new;
+        req.vanilla_proofs = slices.as_ptr();
+        req.vanilla_count = slices.len();
+        req
+    };
+    let mut err = cuzk_error {
+        status: Status::Ok,
+        message: std::ptr::null_mut(),
+    };
+    let mut out = cuzk_bytes {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+    let take = |out: &mut cuzk_bytes| {
+        // SAFETY: written by the library on success: `len` bytes at `ptr`.
+        let v = unsafe { std::slice::from_raw_parts(out.ptr, out.len) }.to_vec();
+        cuzk_bytes_free(out);
+        v
+    };
+    let req = fresh();
+    assert_eq!(cuzk_generate_update(&req, &mut out, &mut err), Status::Ok);
+    assert!(
+        s.verify(&take(&mut out)).unwrap(),
+        "filecoin-proofs refused cuzk_generate_update's proof"
+    );
+    let mut id = 0u64;
+    assert_eq!(cuzk_update_submit(&req, &mut id, &mut err), Status::Ok);
+    assert_eq!(cuzk_await(id, -1, &mut out, &mut err), Status::Ok);
+    assert!(
+        s.verify(&take(&mut out)).unwrap(),
+        "filecoin-proofs refused the awaited proof"
+    );
+
+    let mut bad: Vec<(&str, cuzk_update_request, Status)> = Vec::new();
+    let mut q = fresh();
+    q.registered_proof = 5;
+    bad.push(("an unknown proof type", q, Status::InvalidArgument));
+    let mut q = fresh();
+    q.vanilla_proofs = std::ptr::null();
+    bad.push(("NULL vanilla proofs", q, Status::InvalidArgument));
+    let mut q = fresh();
+    q.struct_size = 8;
+    bad.push(("a wrong struct_size", q, Status::InvalidArgument));
+    let mut q = fresh();
+    q.comm_d_new = s.comm_r_new;
+    bad.push(("another comm_d_new", q, Status::InvalidInput));
+    for (what, q, want) in bad {
+        let st = cuzk_generate_update(&q, &mut out, &mut err);
+        assert_eq!((st, err.status), (want, want), "{what}");
+        assert!(!err.message.is_null(), "{what}: no message");
+        assert!(out.ptr.is_null(), "{what}: a proof was written");
+        cuzk_error_free(&mut err);
+    }
+}

@@ -87,6 +87,15 @@ static const cuzk_go_field cuzk_go_fields[] = {
   CUZK_GO_FIELD(cuzk_admission, cpu_fallback_bytes),
   CUZK_GO_FIELD(cuzk_admission, cpu_fallback_fits),
 
+  CUZK_GO_FIELD(cuzk_update_request, struct_size),
+  CUZK_GO_FIELD(cuzk_update_request, priority),
+  CUZK_GO_FIELD(cuzk_update_request, registered_proof),
+  CUZK_GO_FIELD(cuzk_update_request, comm_r_old),
+  CUZK_GO_FIELD(cuzk_update_request, comm_r_new),
+  CUZK_GO_FIELD(cuzk_update_request, comm_d_new),
+  CUZK_GO_FIELD(cuzk_update_request, vanilla_proofs),
+  CUZK_GO_FIELD(cuzk_update_request, vanilla_count),
+
   CUZK_GO_FIELD(cuzk_timeline_event, struct_size),
   CUZK_GO_FIELD(cuzk_timeline_event, kind),
   CUZK_GO_FIELD(cuzk_timeline_event, t_us),
@@ -124,6 +133,8 @@ var (
 	_ = [1]struct{}{}[C.sizeof_struct_cuzk_job_request-unsafe.Sizeof(JobRequest{})]
 	_ = [1]struct{}{}[unsafe.Sizeof(PostRequest{})-C.sizeof_struct_cuzk_post_request]
 	_ = [1]struct{}{}[C.sizeof_struct_cuzk_post_request-unsafe.Sizeof(PostRequest{})]
+	_ = [1]struct{}{}[unsafe.Sizeof(UpdateRequest{})-C.sizeof_struct_cuzk_update_request]
+	_ = [1]struct{}{}[C.sizeof_struct_cuzk_update_request-unsafe.Sizeof(UpdateRequest{})]
 	_ = [1]struct{}{}[unsafe.Sizeof(EngineReport{})-C.sizeof_struct_cuzk_engine_report]
 	_ = [1]struct{}{}[C.sizeof_struct_cuzk_engine_report-unsafe.Sizeof(EngineReport{})]
 	_ = [1]struct{}{}[unsafe.Sizeof(Admission{})-C.sizeof_struct_cuzk_admission]
@@ -158,6 +169,7 @@ func cStructSizes() map[string]uintptr {
 		"cuzk_config":         C.sizeof_struct_cuzk_config,
 		"cuzk_job_request":    C.sizeof_struct_cuzk_job_request,
 		"cuzk_post_request":   C.sizeof_struct_cuzk_post_request,
+		"cuzk_update_request": C.sizeof_struct_cuzk_update_request,
 		"cuzk_engine_report":  C.sizeof_struct_cuzk_engine_report,
 		"cuzk_admission":      C.sizeof_struct_cuzk_admission,
 		"cuzk_timeline_event": C.sizeof_struct_cuzk_timeline_event,

@@ -15,6 +15,7 @@ var mirrors = map[string]reflect.Type{
 	"cuzk_config":         reflect.TypeOf(Config{}),
 	"cuzk_job_request":    reflect.TypeOf(JobRequest{}),
 	"cuzk_post_request":   reflect.TypeOf(PostRequest{}),
+	"cuzk_update_request": reflect.TypeOf(UpdateRequest{}),
 	"cuzk_engine_report":  reflect.TypeOf(EngineReport{}),
 	"cuzk_admission":      reflect.TypeOf(Admission{}),
 	"cuzk_timeline_event": reflect.TypeOf(TimelineEvent{}),

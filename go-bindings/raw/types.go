@@ -131,6 +131,20 @@ type PostRequest struct {
 	PartitionIndex  int64          `c:"partition_index"`
 }
 
+// UpdateRequest mirrors struct cuzk_update_request. Start from [UpdateRequestDefault];
+// [UpdateSubmit] and [GenerateUpdate] set the vanilla proofs' array and count from their
+// argument.
+type UpdateRequest struct {
+	StructSize      uint32         `c:"struct_size"`
+	Priority        int32          `c:"priority"`
+	RegisteredProof int64          `c:"registered_proof"`
+	CommROld        [32]byte       `c:"comm_r_old"`
+	CommRNew        [32]byte       `c:"comm_r_new"`
+	CommDNew        [32]byte       `c:"comm_d_new"`
+	vanillaProofs   unsafe.Pointer `c:"vanilla_proofs"`
+	vanillaCount    uintptr        `c:"vanilla_count"`
+}
+
 // EngineReport mirrors struct cuzk_engine_report, from [EngineStatus].
 type EngineReport struct {
 	StructSize             uint32 `c:"struct_size"`

@@ -7,6 +7,7 @@ use super::{
     jobs::{cuzk_job_request, JOB_REQUEST_V1_SIZE},
     observe::{cuzk_admission, cuzk_engine_report, ADMISSION_V1_SIZE, REPORT_V1_SIZE},
     post::{cuzk_post_request, POST_REQUEST_V1_SIZE},
+    snap::{cuzk_update_request, UPDATE_REQUEST_V1_SIZE},
 };
 
 /// Pins version 1 of a struct whose `struct_size` promises "fields are only appended": each v1
@@ -51,7 +52,11 @@ mod v1_layouts {
     pinned_v1!(cuzk_post_request, POST_REQUEST_V1_SIZE, { struct_size @ 0, priority @ 4,
         registered_proof @ 8, prover_id @ 16, randomness @ 48, vanilla_proofs @ 80,
         vanilla_count @ 88, partition_index @ 96 } later {});
+    pinned_v1!(cuzk_update_request, UPDATE_REQUEST_V1_SIZE, { struct_size @ 0, priority @ 4,
+        registered_proof @ 8, comm_r_old @ 16, comm_r_new @ 48, comm_d_new @ 80,
+        vanilla_proofs @ 112, vanilla_count @ 120 } later {});
     const _: () = assert!(JOB_REQUEST_V1_SIZE == 72 && POST_REQUEST_V1_SIZE == 104);
+    const _: () = assert!(UPDATE_REQUEST_V1_SIZE == 128);
     // What a caller whose struct_size is 0 gets (the first header's layout).
     const _: () = assert!(REPORT_V1_SIZE == 136 && ADMISSION_V1_SIZE == 72);
     pinned_v1!(cuzk_timeline_event, 48, { struct_size @ 0, kind @ 4, t_us @ 8, job_id @ 16,

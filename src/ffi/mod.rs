@@ -41,6 +41,7 @@ mod lifecycle;
 mod memory;
 mod observe;
 mod post;
+mod snap;
 
 pub use callbacks::{
     cuzk_event_kind_name, cuzk_log_cb, cuzk_log_record, cuzk_log_set_callback, cuzk_timeline_cb,
@@ -61,4 +62,7 @@ pub use observe::{
 };
 pub use post::{
     cuzk_generate_post, cuzk_post_request, cuzk_post_request_default, cuzk_post_submit, cuzk_slice,
+};
+pub use snap::{
+    cuzk_generate_update, cuzk_update_request, cuzk_update_request_default, cuzk_update_submit,
 };

@@ -250,6 +250,9 @@ static void caller_filled_sizes(void) {
   CHECK(req.struct_size == sizeof req, "job request default size");
   cuzk_post_request post;
   cuzk_post_request_default(&post);
+  cuzk_update_request update;
+  cuzk_update_request_default(&update);
+  CHECK(update.struct_size == sizeof update && update.registered_proof == -1, "update request default");
   cuzk_config cfg;
   cuzk_config_default(&cfg);
   uint32_t bad[] = {0, 4, 40, 4096};
@@ -261,6 +264,9 @@ static void caller_filled_sizes(void) {
     post.struct_size = bad[i];
     snprintf(what, sizeof what, "post submit, cuzk_post_request.struct_size %u", bad[i]);
     expect(cuzk_post_submit(&post, &id, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, what);
+    update.struct_size = bad[i];
+    snprintf(what, sizeof what, "update submit, cuzk_update_request.struct_size %u", bad[i]);
+    expect(cuzk_update_submit(&update, &id, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, what);
     cfg.struct_size = bad[i];
     snprintf(what, sizeof what, "start, cuzk_config.struct_size %u", bad[i]);
     expect(cuzk_engine_start(&cfg, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, what);
