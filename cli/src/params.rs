@@ -102,7 +102,7 @@ fn save_recording(rec: &pce::Recording, dir: &Path) -> Result<(), Error> {
 pub struct GenArgs {
     #[arg(long)]
     sector_size: String,
-    /// The circuit: porep, window-post or winning-post.
+    /// The circuit: porep, window-post, winning-post or snap (SnapDeals' update).
     #[arg(long, default_value = "porep")]
     kind: String,
     #[command(flatten)]
@@ -127,6 +127,12 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 }
 
 fn gen(args: GenArgs, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCode, Error> {
+    if !["porep", "window-post", "winning-post", "snap"].contains(&args.kind.as_str()) {
+        return Err(Error::invalid_argument(format!(
+            "--kind is porep, window-post, winning-post or snap, not {:?}",
+            args.kind
+        )));
+    }
     let size = fixture::parse_sector_size(&args.sector_size)?;
     let proof = fixture::v1_1_proof(size)?;
     let shape = args.shape.shape();
@@ -153,6 +159,9 @@ fn gen(args: GenArgs, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCod
     }
     let (rec, written) = if args.kind == "porep" {
         fixture::generate_params(proof, shape, &params_dir, args.seed)?
+    } else if args.kind == "snap" {
+        let update = cuzk::snap::update_proof_for_size(size)?;
+        fixture::generate_snap_params(update, &params_dir, args.seed)?
     } else {
         let post = post_fixture::proof_for(&args.kind, size)?;
         fixture::generate_post_params(post, &params_dir, args.seed)?
