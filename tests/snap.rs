@@ -223,3 +223,73 @@ fn snap_through_the_c_abi_is_accepted_by_filecoin_proofs() {
         cuzk_error_free(&mut err);
     }
 }
+
+/// `cuzk fixture --kind snap`: partition proofs of a sector update without sector data, in
+/// each size's real tree shapes, pass filecoin-proofs' vanilla verification (the engine's
+/// validation) and fail it when a commitment or a path changes; saved and loaded, the same
+/// job; at 2KiB the engine proves it and filecoin-proofs' verifier accepts the proof.
+#[test]
+fn synthetic_updates_pass_filecoin_proofs_vanilla_checks_and_prove() {
+    use common::tools::snap_fixture::{snap_fixture, SnapFixture, SnapFixtureSpec};
+    common::init();
+    for proof in [UpdateProof::StackedDrg2KiBV1, UpdateProof::StackedDrg8MiBV1] {
+        let f = snap_fixture(&SnapFixtureSpec { proof, seed: 5 }).unwrap();
+        assert_eq!(f.vanilla_proofs.len(), cuzk::snap::partitions_of(proof));
+        let req = f.request(0).unwrap();
+        cuzk::snap::prepare(&req).unwrap_or_else(|e| panic!("{proof:?}: {}", e.message));
+        let refused = |r: SnapRequest, what: &str| {
+            let e = cuzk::snap::prepare(&r).err();
+            assert_eq!(
+                e.map(|e| e.status),
+                Some(Status::InvalidInput),
+                "{proof:?}: {what}"
+            );
+        };
+        let mut r = req.clone();
+        r.comm_r_new[3] ^= 1;
+        refused(r, "another comm_r_new");
+        let mut r = req.clone();
+        r.comm_d_new[3] ^= 1;
+        refused(r, "another comm_d_new");
+        let mut r = req.clone();
+        let last = r.vanilla_proofs.len() - 1;
+        let bytes = &mut r.vanilla_proofs[last];
+        let at = bytes.len() - 40;
+        bytes[at] ^= 1;
+        refused(r, "a changed path");
+        let other = snap_fixture(&SnapFixtureSpec { proof, seed: 6 }).unwrap();
+        assert_ne!(other.comm_r_new, f.comm_r_new);
+
+        let dir = tempfile::tempdir().unwrap();
+        f.save(dir.path()).unwrap();
+        let back = SnapFixture::load(dir.path()).unwrap();
+        assert_eq!(back.vanilla_proofs, f.vanilla_proofs);
+        assert_eq!(back.comm_r_new, f.comm_r_new);
+        std::fs::write(dir.path().join("vanilla.bin"), [9, 0, 0, 0, 1]).unwrap();
+        let e = SnapFixture::load(dir.path()).unwrap_err();
+        assert_eq!(e.status, Status::InvalidInput);
+    }
+    // Proved by the engine at 2KiB, accepted by filecoin-proofs.
+    let s = sector(); // the update's parameters
+    let f = snap_fixture(&SnapFixtureSpec {
+        proof: s.proof,
+        seed: 9,
+    })
+    .unwrap();
+    let req = f.request(0).unwrap();
+    let e = engine();
+    let proof = prove(&e, &req).unwrap();
+    let ok = filecoin_proofs_api::update::verify_empty_sector_update_proof(
+        req.proof,
+        &proof,
+        req.comm_r_old,
+        req.comm_r_new,
+        req.comm_d_new,
+    )
+    .unwrap();
+    assert!(
+        ok,
+        "filecoin-proofs refused the proof of a synthetic update"
+    );
+    e.shutdown().unwrap();
+}

@@ -19,7 +19,7 @@ use crate::{
 /// challenges derived by filecoin-proofs), checked the same way.
 #[derive(Args)]
 pub struct FixtureArgs {
-    /// porep, window-post or winning-post.
+    /// porep, window-post, winning-post or snap.
     #[arg(long, default_value = "porep")]
     pub kind: String,
     /// PoSt: sectors to prove (default: one full WindowPoSt partition, or WinningPoSt's one);
@@ -44,6 +44,9 @@ pub struct FixtureArgs {
 
 pub fn run(args: FixtureArgs) -> Result<ExitCode, Error> {
     let size = fixture::parse_sector_size(&args.sector_size)?;
+    if args.kind == "snap" {
+        return snap(args, size);
+    }
     if args.kind != "porep" {
         return post(args, size);
     }
@@ -107,6 +110,35 @@ fn post(args: FixtureArgs, size: u64) -> Result<ExitCode, Error> {
     if !args.no_check {
         let t = Instant::now();
         cuzk::post::prepare(&f.request(0))?;
+        eprintln!(
+            "cuzk fixture: filecoin-proofs' vanilla verification passed in {:.0} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn snap(args: FixtureArgs, size: u64) -> Result<ExitCode, Error> {
+    use crate::tools::snap_fixture::{snap_fixture, SnapFixtureSpec};
+    let proof = cuzk::snap::update_proof_for_size(size)?;
+    let spec = SnapFixtureSpec {
+        proof,
+        seed: args.seed ^ args.id.sector_id.rotate_left(32),
+    };
+    let t = Instant::now();
+    let f = snap_fixture(&spec)?;
+    let made_ms = t.elapsed().as_secs_f64() * 1e3;
+    f.save(&args.output)?;
+    let bytes: usize = f.vanilla_proofs.iter().map(Vec::len).sum();
+    eprintln!(
+        "cuzk fixture: {proof:?}, {} partition proofs: {} ({} KiB) in {made_ms:.0} ms",
+        f.vanilla_proofs.len(),
+        args.output.display(),
+        bytes >> 10
+    );
+    if !args.no_check {
+        let t = Instant::now();
+        cuzk::snap::prepare(&f.request(0)?)?;
         eprintln!(
             "cuzk fixture: filecoin-proofs' vanilla verification passed in {:.0} ms",
             t.elapsed().as_secs_f64() * 1e3

@@ -12,6 +12,7 @@ pub mod paramgen;
 pub mod post_fixture;
 pub mod progress;
 pub mod selftest;
+pub mod snap_fixture;
 pub mod synth;
 pub mod synthetic;
 

@@ -83,7 +83,7 @@ fn sha_node(l: Sha256Domain, r: Sha256Domain) -> Sha256Domain {
 }
 
 /// Tree D of a sector whose data is one block of `2^block_log` nodes repeated.
-struct DataTree {
+pub(crate) struct DataTree {
     block_log: usize,
     depth: usize,
     /// `levels[t]` for `t <= block_log`: the block's tree (level 0 = its data nodes).
@@ -93,7 +93,7 @@ struct DataTree {
 }
 
 impl DataTree {
-    fn new(seed: u64, nodes: usize) -> DataTree {
+    pub(crate) fn new(seed: u64, nodes: usize) -> DataTree {
         let depth = nodes.trailing_zeros() as usize;
         let block_log = depth.min(12);
         let leaves: Vec<Sha256Domain> = (0..1u64 << block_log)
@@ -117,15 +117,29 @@ impl DataTree {
         }
     }
 
-    fn root(&self) -> Sha256Domain {
+    pub(crate) fn root(&self) -> Sha256Domain {
         *self.above.last().expect("a root")
     }
 
-    fn leaf(&self, c: usize) -> Sha256Domain {
+    pub(crate) fn leaf(&self, c: usize) -> Sha256Domain {
         self.levels[0][c & ((1 << self.block_log) - 1)]
     }
 
-    fn path(&self, c: usize) -> Vec<(Vec<Sha256Domain>, usize)> {
+    /// The node of level `t` (0: the data) at index `i`.
+    pub(crate) fn node(&self, t: usize, i: usize) -> Sha256Domain {
+        if t < self.block_log {
+            self.levels[t][i & ((1 << (self.block_log - t)) - 1)]
+        } else {
+            self.above[t - self.block_log]
+        }
+    }
+
+    /// The period of its data, in nodes.
+    pub(crate) fn period(&self) -> usize {
+        1 << self.block_log
+    }
+
+    pub(crate) fn path(&self, c: usize) -> Vec<(Vec<Sha256Domain>, usize)> {
         (0..self.depth)
             .map(|t| {
                 let bit = (c >> t) & 1;
