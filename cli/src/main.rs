@@ -6,6 +6,7 @@ mod bench_c2;
 mod bench_calls;
 mod bench_params;
 mod bench_post;
+mod bench_snap;
 mod bench_synth;
 mod fixture;
 mod params;
@@ -117,6 +118,8 @@ enum BenchCmd {
     Calls(bench_calls::CallsArgs),
     Synth(bench_synth::SynthArgs),
     PostWitness(bench_post::PostWitnessArgs),
+    /// A stream of SnapDeals proofs from a `cuzk fixture --kind snap` directory.
+    Snap(bench_snap::SnapBenchArgs),
     C2(bench_c2::C2Args),
     Params(bench_params::ParamsBenchArgs),
 }
@@ -220,6 +223,7 @@ fn run(cmd: Cmd, params_dir: PathBuf, explicit_dir: bool) -> Result<ExitCode, Er
         Cmd::Bench(BenchCmd::Calls(a)) => bench_calls::calls(a, params_dir),
         Cmd::Bench(BenchCmd::Synth(a)) => bench_synth::synth(a, params_dir),
         Cmd::Bench(BenchCmd::PostWitness(a)) => bench_post::post_witness(a),
+        Cmd::Bench(BenchCmd::Snap(a)) => bench_snap::snap(a, params_dir),
         Cmd::Bench(BenchCmd::C2(a)) => bench_c2::c2(a),
         Cmd::Bench(BenchCmd::Params(a)) => bench_params::params(a),
     }
