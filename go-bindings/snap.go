@@ -34,10 +34,10 @@ type UpdateRequest struct {
 
 // Multicodecs and multihashes of filecoin's commitment CIDs.
 const (
-	codecUnsealed  = 0xf101 // fil-commitment-unsealed
-	codecSealed    = 0xf102 // fil-commitment-sealed
-	hashPieceSHA   = 0x1012 // sha2-256-trunc254-padded
-	hashSealedPose = 0xb401 // poseidon-bls12_381-a2-fc1
+	codecUnsealed  = cid.FilCommitmentUnsealed           // 0xf101
+	codecSealed    = cid.FilCommitmentSealed             // 0xf102
+	hashPieceSHA   = multihash.SHA2_256_TRUNC254_PADDED  // 0x1012
+	hashSealedPose = multihash.POSEIDON_BLS12_381_A1_FC1 // 0xb401, "poseidon-bls12_381-a2-fc1"
 )
 
 // commitment is the 32-byte commitment inside c, a filecoin commitment CID of the given codec
