@@ -2,7 +2,10 @@
 //! at a time, verifies each proof with `verify_seal`, and prints a JSON summary on stdout.
 //! With `--post DIR` (a fixture of `cuzk fixture --kind window-post|winning-post`): `count`
 //! PoSt proofs one after another through `generate_{window,winning}_post_with_vanilla`, each
-//! verified with `verify_{window,winning}_post`.
+//! verified with `verify_{window,winning}_post`. With `--snap DIR` (a fixture of
+//! `cuzk fixture --kind snap`): `count` SnapDeals proofs one after another through
+//! `generate_empty_sector_update_proof_with_vanilla`, each verified with
+//! `verify_empty_sector_update_proof`.
 //!
 //! It does not depend on cuzk: cuzk does not build against filecoin-proofs' `cuda-supraseal`
 //! API (its parameter types change), so the two small helpers it needs (`prover_id_from_miner`,
@@ -25,7 +28,7 @@ use filecoin_proofs_api::{
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long, required_unless_present = "post")]
+    #[arg(long, required_unless_present_any = ["post", "snap"])]
     c1: Option<std::path::PathBuf>,
     #[arg(long, default_value_t = 1)]
     sector_id: u64,
@@ -34,6 +37,9 @@ struct Args {
     /// A PoSt fixture directory (post.json, vanilla.bin) instead of a C1 output.
     #[arg(long, conflicts_with = "c1")]
     post: Option<std::path::PathBuf>,
+    /// A SnapDeals fixture directory (snap.json, vanilla.bin) instead of a C1 output.
+    #[arg(long, conflicts_with_all = ["c1", "post"])]
+    snap: Option<std::path::PathBuf>,
     /// Test shape of the fixture (0: the proof type's own).
     #[arg(long, default_value_t = 0)]
     partitions: usize,
@@ -55,6 +61,9 @@ fn main() -> Result<()> {
     let a = Args::parse();
     if let Some(dir) = &a.post {
         return post(&a, dir);
+    }
+    if let Some(dir) = &a.snap {
+        return snap(&a, dir);
     }
     let c1_path = a.c1.clone().context("--c1")?;
     let bytes = std::fs::read(&c1_path).with_context(|| format!("reading {}", c1_path.display()))?;
@@ -177,6 +186,73 @@ fn hex32(v: &serde_json::Value, what: &str) -> Result<[u8; 32]> {
     unhex(s)?.try_into().map_err(|_| anyhow!("{what} is not 32 bytes"))
 }
 
+/// The count-prefixed, length-prefixed byte strings of a fixture's `vanilla.bin`.
+fn vanilla_bin(path: &std::path::Path) -> Result<Vec<Vec<u8>>> {
+    let bin = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let u32_at = |at: usize| -> Result<usize> {
+        let b = bin.get(at..at + 4).context("vanilla.bin is truncated")?;
+        Ok(u32::from_le_bytes(b.try_into().unwrap()) as usize)
+    };
+    let n = u32_at(0)?;
+    let mut at = 4;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = u32_at(at)?;
+        out.push(bin.get(at + 4..at + 4 + len).context("vanilla.bin is truncated")?.to_vec());
+        at += 4 + len;
+    }
+    Ok(out)
+}
+
+/// `--snap DIR`: the SnapDeals fixture's proofs through filecoin-proofs, `count` times in a row.
+fn snap(a: &Args, dir: &std::path::Path) -> Result<()> {
+    use filecoin_proofs_api::{update as fu, PartitionProofBytes, RegisteredUpdateProof as U};
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("snap.json")).context("snap.json")?)?;
+    let all = [U::StackedDrg2KiBV1, U::StackedDrg8MiBV1, U::StackedDrg512MiBV1, U::StackedDrg32GiBV1, U::StackedDrg64GiBV1];
+    let n = meta["registered_proof"].as_u64().context("registered_proof")?;
+    let proof = *all.get(n as usize).with_context(|| format!("unknown update proof {n}"))?;
+    let comm_r_old = hex32(&meta["comm_r_old"], "comm_r_old")?;
+    let comm_r_new = hex32(&meta["comm_r_new"], "comm_r_new")?;
+    let comm_d_new = hex32(&meta["comm_d_new"], "comm_d_new")?;
+    let vanilla = vanilla_bin(&dir.join("vanilla.bin"))?;
+    let mut walls = Vec::new();
+    let mut failures = 0;
+    let t0 = Instant::now();
+    for _ in 0..a.count.max(1) {
+        let t = Instant::now();
+        let parts = vanilla.iter().map(|v| PartitionProofBytes(v.clone())).collect();
+        let r = fu::generate_empty_sector_update_proof_with_vanilla(proof, parts, comm_r_old, comm_r_new, comm_d_new);
+        let wall = t.elapsed().as_secs_f64();
+        match r.and_then(|p| fu::verify_empty_sector_update_proof(proof, &p.0, comm_r_old, comm_r_new, comm_d_new)) {
+            Ok(true) => walls.push(wall),
+            Ok(false) => {
+                eprintln!("update proof did not verify");
+                failures += 1;
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                failures += 1;
+            }
+        }
+    }
+    let summary = serde_json::json!({
+        "label": a.label,
+        "proof_type": format!("{proof:?}"),
+        "partitions": vanilla.len(),
+        "proofs": walls.len(),
+        "failures": failures,
+        "wall_s": t0.elapsed().as_secs_f64(),
+        "per_proof_s": walls,
+        "peak_rss_bytes": peak_rss(),
+    });
+    println!("{summary}");
+    if failures > 0 {
+        bail!("{failures} update proofs failed");
+    }
+    Ok(())
+}
+
 /// `--post DIR`: the PoSt fixture's proofs through filecoin-proofs, `count` times in a row.
 fn post(a: &Args, dir: &std::path::Path) -> Result<()> {
     use filecoin_proofs_api::{post as fp, PublicReplicaInfo, RegisteredPoStProof as P};
@@ -202,20 +278,8 @@ fn post(a: &Args, dir: &std::path::Path) -> Result<()> {
         let id = s["id"].as_u64().context("sector id")?;
         replicas.insert(SectorId::from(id), PublicReplicaInfo::new(proof, hex32(&s["comm_r"], "comm_r")?));
     }
-    let bin = std::fs::read(dir.join("vanilla.bin")).context("vanilla.bin")?;
-    let mut at = 0usize;
-    let mut next_u32 = |at: &mut usize| -> Result<usize> {
-        let b = bin.get(*at..*at + 4).context("vanilla.bin is truncated")?;
-        *at += 4;
-        Ok(u32::from_le_bytes(b.try_into().unwrap()) as usize)
-    };
-    let n = next_u32(&mut at)?;
-    let mut vanilla = Vec::with_capacity(n);
-    for _ in 0..n {
-        let len = next_u32(&mut at)?;
-        vanilla.push(bin.get(at..at + len).context("vanilla.bin is truncated")?.to_vec());
-        at += len;
-    }
+    let vanilla = vanilla_bin(&dir.join("vanilla.bin"))?;
+    let n = vanilla.len();
     let winning = name.contains("Winning");
     let mut walls = Vec::new();
     let mut failures = 0;
