@@ -15,6 +15,9 @@
 #                                       # stream, WindowPoSt alone, beside a 2KiB stream and
 #                                       # against the incumbent; SIZE=32GiB by default;
 #                                       # post-window: the WindowPoSt part only)
+#                                       # or snap (SnapDeals at SIZE, default 32GiB: a stream
+#                                       # of SNAP_COUNT proofs, SNAP_J in flight, then the
+#                                       # incumbent on the same fixture, SNAP_INCUMBENT proofs)
 #                                       # or msm (parameters resident, read piece by piece: the
 #                                       # host's peak; the H MSM's shapes swept in one engine,
 #                                       # then the 6-proof stream with the fastest;
@@ -333,6 +336,24 @@ PY
         kill $s; grep -vE '^\s*$' "$W/window.out" | grep -vE '^ +[0-9]+ +[0-9.]+ ' | tail -24
         [[ ${INCUMBENT_AFTER:-0} = 1 ]] && incumbent
         ;;
+      snap)
+        # SnapDeals through the engine at SIZE: the fixture (no sector data), the update's
+        # random set and recording, the stream (each proof verified by filecoin-proofs), then
+        # the incumbent (filecoin-proofs + supraseal) over the same fixture.
+        SIZE=${SIZE:-32GiB}; P=$W/p-snap; mkdir -p "$P"; export CUZK_ALLOW_RANDOM_PARAMS=1
+        timed fixture-snap $BIN fixture --kind snap --sector-size $SIZE --sector-id 1 --miner-id 1000 -o "$W/snap"
+        cat "$W/fixture-snap.log"
+        stamp "$SIZE update parameters"
+        timed gen-snap $BIN --params-dir "$P" params gen --kind snap --sector-size $SIZE $(rec_opt "$P"); head -12 "$W/gen-snap.out"
+        stamp "the SnapDeals stream"
+        s=$(smi snap)
+        timed snap-stream $BIN --params-dir "$P" bench snap --snap "$W/snap" -c ${SNAP_COUNT:-4} -j ${SNAP_J:-2} --json "$W/snap.json"
+        kill $s; cat "$W/snap-stream.out"
+        if [[ -x $SUPRA && ${SNAP_INCUMBENT:-2} != 0 ]]; then
+          stamp "the incumbent on the same fixture"
+          FIL_PROOFS_PARAMETER_CACHE=$P timed snap-incumbent $SUPRA --snap "$W/snap" -c ${SNAP_INCUMBENT:-2} --label fp-supraseal
+          tail -3 "$W/snap-incumbent.log"; cat "$W/snap-incumbent.out"
+        fi ;;
       64)
         rm -rf "$W/p32"; P=$W/p64; mkdir -p "$P"
         stamp "64GiB recording, synthetic C1, vanilla verification"
@@ -346,5 +367,5 @@ PY
         kill $s; grep -vE '^\s*$' "$W/bench-64.out" | tail -30 ;;
     esac
     stamp "END" ;;
-  *) echo "usage: $0 check | start 32|64|small|native|both|msm|fresh|post|post-window | poll [SECS]" >&2; exit 2 ;;
+  *) echo "usage: $0 check | start 32|64|small|native|both|msm|fresh|post|post-window|snap | poll [SECS]" >&2; exit 2 ;;
 esac
