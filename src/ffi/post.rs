@@ -86,12 +86,7 @@ fn request_in(req: *const cuzk_post_request) -> Result<PostRequest> {
         default_request(),
     )?;
     let proof = post::post_proof_from_abi(r.registered_proof)?;
-    let slices = array_in(r.vanilla_proofs, r.vanilla_count, "vanilla_proofs")?;
-    let vanilla_proofs = slices
-        .iter()
-        .enumerate()
-        .map(|(i, s)| bytes_in(s.ptr, s.len, &format!("vanilla_proofs[{i}]")).map(<[u8]>::to_vec))
-        .collect::<Result<Vec<_>>>()?;
+    let vanilla_proofs = vanilla_in(r.vanilla_proofs, r.vanilla_count)?;
     let partition = match r.partition_index {
         -1 => None,
         k if k >= 0 => Some(k as usize),
@@ -109,6 +104,16 @@ fn request_in(req: *const cuzk_post_request) -> Result<PostRequest> {
         partition,
         priority: r.priority,
     })
+}
+
+/// The `count` vanilla proofs at `ptr`, copied (INVALID_ARGUMENT for a NULL array or slice).
+pub(super) fn vanilla_in(ptr: *const cuzk_slice, count: usize) -> Result<Vec<Vec<u8>>> {
+    let slices = array_in(ptr, count, "vanilla_proofs")?;
+    slices
+        .iter()
+        .enumerate()
+        .map(|(i, s)| bytes_in(s.ptr, s.len, &format!("vanilla_proofs[{i}]")).map(<[u8]>::to_vec))
+        .collect()
 }
 
 /// Validates a PoSt job and queues it; writes its id to `*job_id_out` (then `cuzk_await`,

@@ -3,10 +3,10 @@
 //! as for any job).
 
 use super::{
-    boundary::{array_in, boundary, bytes_in, quiet, sized_in, Out},
+    boundary::{boundary, quiet, sized_in, Out},
     lifecycle::running,
     memory::{cuzk_bytes, cuzk_error},
-    post::cuzk_slice,
+    post::{cuzk_slice, vanilla_in},
 };
 use crate::{
     engine,
@@ -76,12 +76,7 @@ fn request_in(req: *const cuzk_update_request) -> Result<SnapRequest> {
         default_request(),
     )?;
     let proof = snap::update_proof_from_abi(r.registered_proof)?;
-    let slices = array_in(r.vanilla_proofs, r.vanilla_count, "vanilla_proofs")?;
-    let vanilla_proofs = slices
-        .iter()
-        .enumerate()
-        .map(|(i, s)| bytes_in(s.ptr, s.len, &format!("vanilla_proofs[{i}]")).map(<[u8]>::to_vec))
-        .collect::<Result<Vec<_>>>()?;
+    let vanilla_proofs = vanilla_in(r.vanilla_proofs, r.vanilla_count)?;
     Ok(SnapRequest {
         proof,
         comm_r_old: r.comm_r_old,

@@ -358,17 +358,13 @@ pub fn ensure_post_params(
     seed: u64,
 ) -> Result<(String, bool)> {
     let id = cuzk::post::params_id_for(proof)?;
-    if porep::is_production_size(u64::from(proof.sector_size())) {
-        return Err(Error::unsupported(format!(
-            "random PoSt parameters are made here for test sector sizes only, not {proof:?}"
-        )));
-    }
-    if params_path(dir, &id).exists() && vk_path(dir, &id).exists() {
-        return Ok((id, false));
-    }
-    let (rec, _) = generate_post_params(proof, dir, seed)?;
-    debug_assert_eq!(rec.id, id);
-    Ok((id, true))
+    ensure_kind_params(
+        &id,
+        &format!("{proof:?}"),
+        proof.sector_size().into(),
+        dir,
+        || generate_post_params(proof, dir, seed),
+    )
 }
 
 /// Random (marked) Groth16 parameters for a PoSt proof type of any sector size, from its
@@ -393,17 +389,13 @@ pub fn ensure_snap_params(
     seed: u64,
 ) -> Result<(String, bool)> {
     let id = cuzk::snap::params_id_for(proof)?;
-    if porep::is_production_size(u64::from(proof.sector_size())) {
-        return Err(Error::unsupported(format!(
-            "random update parameters are made here for test sector sizes only, not {proof:?}"
-        )));
-    }
-    if params_path(dir, &id).exists() && vk_path(dir, &id).exists() {
-        return Ok((id, false));
-    }
-    let (rec, _) = generate_snap_params(proof, dir, seed)?;
-    debug_assert_eq!(rec.id, id);
-    Ok((id, true))
+    ensure_kind_params(
+        &id,
+        &format!("{proof:?}"),
+        proof.sector_size().into(),
+        dir,
+        || generate_snap_params(proof, dir, seed),
+    )
 }
 
 /// Random (marked) Groth16 parameters for an update proof type of any sector size, from its
@@ -417,6 +409,28 @@ pub fn generate_snap_params(
     let rec = cuzk::snap::record_blank(proof, None)?;
     let written = paramgen::generate(&rec, dir, u64::from(proof.sector_size()), seed)?;
     Ok((rec, written))
+}
+
+/// The set `id` of proof type `what` in `dir`, made by `generate` unless it is there (test
+/// sector sizes only). Returns the id and whether it generated the set.
+fn ensure_kind_params(
+    id: &str,
+    what: &str,
+    sector_size: u64,
+    dir: &Path,
+    generate: impl FnOnce() -> Result<(Recording, paramgen::Written)>,
+) -> Result<(String, bool)> {
+    if porep::is_production_size(sector_size) {
+        return Err(Error::unsupported(format!(
+            "random parameters are made here for test sector sizes only, not {what}"
+        )));
+    }
+    if params_path(dir, id).exists() && vk_path(dir, id).exists() {
+        return Ok((id.to_string(), false));
+    }
+    let (rec, _) = generate()?;
+    debug_assert_eq!(rec.id, id);
+    Ok((id.to_string(), true))
 }
 
 /// A sector updated by filecoin-proofs (SnapDeals): its three commitments and the partition

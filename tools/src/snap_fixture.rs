@@ -39,7 +39,7 @@ use cuzk::{
     snap::{self, SnapRequest, UpdateProof},
 };
 
-use crate::synthetic::{arities, prf, DataTree};
+use crate::synthetic::{arities, path_of, prf, DataTree};
 
 /// A Poseidon tree in tree R's shape whose leaf `c` is `leaf(c / region, c % period)`: every
 /// node is computed, each distinct one once (a node is the same as every other of its level in
@@ -121,21 +121,7 @@ impl<'a> PeriodicTree<'a> {
 
     /// Leaf to root: the siblings of each level (own position left out) and the position.
     fn path(&self, leaf: u64) -> Vec<(Vec<PoseidonDomain>, usize)> {
-        let mut i = leaf;
-        self.arities
-            .iter()
-            .enumerate()
-            .map(|(lvl, &a)| {
-                let a = a as u64;
-                let (p, pos) = (i / a, i % a);
-                let sibs = (0..a)
-                    .filter(|&j| j != pos)
-                    .map(|j| self.node(lvl, p * a + j))
-                    .collect();
-                i = p;
-                (sibs, pos as usize)
-            })
-            .collect()
+        path_of(&self.arities, leaf, |lvl, i| self.node(lvl, i))
     }
 }
 

@@ -208,22 +208,33 @@ impl SparseTree {
     /// Leaf to root: the siblings of each level (ascending, own position left out) and the
     /// position.
     pub(crate) fn path(&self, leaf: u64) -> Vec<(Vec<PoseidonDomain>, usize)> {
-        let mut i = leaf;
-        self.arities
-            .iter()
-            .enumerate()
-            .map(|(lvl, &a)| {
-                let a = a as u64;
-                let (p, pos) = (i / a, i % a);
-                let sibs = (0..a)
-                    .filter(|&j| j != pos)
-                    .map(|j| self.node(lvl, p * a + j))
-                    .collect();
-                i = p;
-                (sibs, pos as usize)
-            })
-            .collect()
+        path_of(&self.arities, leaf, |lvl, i| self.node(lvl, i))
     }
+}
+
+/// The path of `leaf` in a tree of `arities` (leaf level first) whose nodes `node(level,
+/// index)` gives: leaf to root, the siblings of each level (ascending, own position left out)
+/// and the position.
+pub(crate) fn path_of(
+    arities: &[usize],
+    leaf: u64,
+    node: impl Fn(usize, u64) -> PoseidonDomain,
+) -> Vec<(Vec<PoseidonDomain>, usize)> {
+    let mut i = leaf;
+    arities
+        .iter()
+        .enumerate()
+        .map(|(lvl, &a)| {
+            let a = a as u64;
+            let (p, pos) = (i / a, i % a);
+            let sibs = (0..a)
+                .filter(|&j| j != pos)
+                .map(|j| node(lvl, p * a + j))
+                .collect();
+            i = p;
+            (sibs, pos as usize)
+        })
+        .collect()
 }
 
 /// The arities of a tree of `Tree`'s shape over `nodes` leaves, leaf level first.
