@@ -224,7 +224,7 @@ where
     Ok((r, bytes))
 }
 
-fn hex32(s: &str, what: &str) -> Result<[u8; 32]> {
+pub(crate) fn hex32(s: &str, what: &str) -> Result<[u8; 32]> {
     let v = hex::decode(s).map_err(|e| Error::invalid_input(format!("{what}: {e}")))?;
     v.try_into()
         .map_err(|_| Error::invalid_input(format!("{what} is not 32 bytes")))
@@ -303,12 +303,7 @@ impl PostFixture {
         };
         let json = serde_json::to_vec_pretty(&meta).expect("serializable");
         write(&dir.join("post.json"), &json)?;
-        let mut bin = Vec::new();
-        bin.extend_from_slice(&(self.vanilla.len() as u32).to_le_bytes());
-        for v in &self.vanilla {
-            bin.extend_from_slice(&(v.len() as u32).to_le_bytes());
-            bin.extend_from_slice(v);
-        }
+        let bin = vanilla_bin(&self.vanilla);
         write(&dir.join("vanilla.bin"), &bin)
     }
 
@@ -317,22 +312,7 @@ impl PostFixture {
         let meta: PostFixtureMeta = serde_json::from_slice(&read(&dir.join("post.json"))?)
             .map_err(|e| Error::invalid_input(format!("{}/post.json: {e}", dir.display())))?;
         let proof = post::post_proof_from_abi(meta.abi_proof_type)?;
-        let bin = read(&dir.join("vanilla.bin"))?;
-        let truncated =
-            || Error::invalid_input(format!("{}/vanilla.bin is truncated", dir.display()));
-        let mut at = 0usize;
-        let u32_at = |at: &mut usize| -> Result<usize> {
-            let b = bin.get(*at..*at + 4).ok_or_else(truncated)?;
-            *at += 4;
-            Ok(u32::from_le_bytes(b.try_into().expect("4")) as usize)
-        };
-        let n = u32_at(&mut at)?;
-        let mut vanilla = Vec::with_capacity(n.min(1 << 16));
-        for _ in 0..n {
-            let len = u32_at(&mut at)?;
-            vanilla.push(bin.get(at..at + len).ok_or_else(truncated)?.to_vec());
-            at += len;
-        }
+        let (vanilla, _) = vanilla_list(&read(&dir.join("vanilla.bin"))?, dir)?;
         if vanilla.len() != meta.sectors.len() {
             return Err(Error::invalid_input(format!(
                 "{}: {} sectors in post.json, {} vanilla proofs",
@@ -355,12 +335,43 @@ impl PostFixture {
     }
 }
 
-fn write(path: &PathBuf, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write(path: &PathBuf, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes)
         .map_err(|e| Error::internal(format!("cannot write {}: {e}", path.display())))
 }
 
-fn read(path: &PathBuf) -> Result<Vec<u8>> {
+pub(crate) fn read(path: &PathBuf) -> Result<Vec<u8>> {
     std::fs::read(path)
         .map_err(|e| Error::invalid_input(format!("cannot read {}: {e}", path.display())))
+}
+
+/// A fixture's `vanilla.bin`: a u32 LE count, then each entry's u32 LE length and bytes.
+pub(crate) fn vanilla_bin(entries: &[Vec<u8>]) -> Vec<u8> {
+    let mut bin = Vec::new();
+    bin.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for v in entries {
+        bin.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        bin.extend_from_slice(v);
+    }
+    bin
+}
+
+/// The entries of a `vanilla.bin` read from `dir`, and the offset where they end
+/// (INVALID_INPUT where it is truncated).
+pub(crate) fn vanilla_list(bin: &[u8], dir: &Path) -> Result<(Vec<Vec<u8>>, usize)> {
+    let truncated = || Error::invalid_input(format!("{}/vanilla.bin is truncated", dir.display()));
+    let mut at = 0usize;
+    let u32_at = |at: &mut usize| -> Result<usize> {
+        let b = bin.get(*at..*at + 4).ok_or_else(truncated)?;
+        *at += 4;
+        Ok(u32::from_le_bytes(b.try_into().expect("4")) as usize)
+    };
+    let n = u32_at(&mut at)?;
+    let mut vanilla = Vec::with_capacity(n.min(1 << 16));
+    for _ in 0..n {
+        let len = u32_at(&mut at)?;
+        vanilla.push(bin.get(at..at + len).ok_or_else(truncated)?.to_vec());
+        at += len;
+    }
+    Ok((vanilla, at))
 }

@@ -39,7 +39,10 @@ use cuzk::{
     snap::{self, SnapRequest, UpdateProof},
 };
 
-use crate::synthetic::{arities, path_of, prf, DataTree};
+use crate::{
+    post_fixture::{hex32, read, vanilla_bin, vanilla_list, write},
+    synthetic::{arities, path_of, prf, DataTree},
+};
 
 /// A Poseidon tree in tree R's shape whose leaf `c` is `leaf(c / region, c % period)`: every
 /// node is computed, each distinct one once (a node is the same as every other of its level in
@@ -145,22 +148,6 @@ pub struct SnapFixture {
     pub vanilla_proofs: Vec<Vec<u8>>,
 }
 
-fn hex(d: &impl AsRef<[u8]>) -> String {
-    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str, what: &str) -> Result<[u8; 32]> {
-    let bad = || Error::invalid_input(format!("{what} is not 64 hex digits: {s:?}"));
-    if s.len() != 64 {
-        return Err(bad());
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-    }
-    Ok(out)
-}
-
 /// The synthetic partition proofs of a sector update (see the module's comment).
 pub fn snap_fixture(spec: &SnapFixtureSpec) -> Result<SnapFixture> {
     let size = u64::from(spec.proof.sector_size());
@@ -255,9 +242,9 @@ where
         .collect::<Result<Vec<_>>>()?;
     Ok(SnapFixture {
         registered_proof: abi_number(spec.proof),
-        comm_r_old: hex(&comm_r_old),
-        comm_r_new: hex(&comm_r_new),
-        comm_d_new: hex(&comm_d_new),
+        comm_r_old: hex::encode(comm_r_old),
+        comm_r_new: hex::encode(comm_r_new),
+        comm_d_new: hex::encode(comm_d_new),
         vanilla_proofs,
     })
 }
@@ -274,9 +261,9 @@ impl SnapFixture {
     pub fn request(&self, priority: i32) -> Result<SnapRequest> {
         Ok(SnapRequest {
             proof: snap::update_proof_from_abi(self.registered_proof)?,
-            comm_r_old: unhex(&self.comm_r_old, "comm_r_old")?,
-            comm_r_new: unhex(&self.comm_r_new, "comm_r_new")?,
-            comm_d_new: unhex(&self.comm_d_new, "comm_d_new")?,
+            comm_r_old: hex32(&self.comm_r_old, "comm_r_old")?,
+            comm_r_new: hex32(&self.comm_r_new, "comm_r_new")?,
+            comm_d_new: hex32(&self.comm_d_new, "comm_d_new")?,
             vanilla_proofs: self.vanilla_proofs.clone(),
             priority,
         })
@@ -284,43 +271,26 @@ impl SnapFixture {
 
     /// Writes `snap.json` and `vanilla.bin` into `dir` (made if missing).
     pub fn save(&self, dir: &Path) -> Result<()> {
-        let io = |e: std::io::Error| Error::internal(format!("writing {}: {e}", dir.display()));
-        std::fs::create_dir_all(dir).map_err(io)?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::internal(format!("cannot create {}: {e}", dir.display())))?;
         let json = serde_json::to_vec_pretty(self).expect("serializable");
-        std::fs::write(dir.join("snap.json"), json).map_err(io)?;
-        let mut bin = (self.vanilla_proofs.len() as u32).to_le_bytes().to_vec();
-        for p in &self.vanilla_proofs {
-            bin.extend((p.len() as u32).to_le_bytes());
-            bin.extend(p);
-        }
-        std::fs::write(dir.join("vanilla.bin"), bin).map_err(io)
+        write(&dir.join("snap.json"), &json)?;
+        write(&dir.join("vanilla.bin"), &vanilla_bin(&self.vanilla_proofs))
     }
 
     /// Reads a fixture `save` wrote (INVALID_INPUT where it is not one).
     pub fn load(dir: &Path) -> Result<SnapFixture> {
-        let read = |name: &str| {
-            std::fs::read(dir.join(name))
-                .map_err(|e| Error::invalid_input(format!("{}: {e}", dir.join(name).display())))
-        };
-        let mut f: SnapFixture = serde_json::from_slice(&read("snap.json")?)
-            .map_err(|e| Error::invalid_input(format!("snap.json: {e}")))?;
-        let bin = read("vanilla.bin")?;
-        let bad = || Error::invalid_input("vanilla.bin is truncated or malformed");
-        let u32_at = |at: usize| -> Result<usize> {
-            let b = bin.get(at..at + 4).ok_or_else(bad)?;
-            Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
-        };
-        let n = u32_at(0)?;
-        let mut at = 4;
-        for _ in 0..n {
-            let len = u32_at(at)?;
-            let p = bin.get(at + 4..at + 4 + len).ok_or_else(bad)?;
-            f.vanilla_proofs.push(p.to_vec());
-            at += 4 + len;
+        let mut f: SnapFixture = serde_json::from_slice(&read(&dir.join("snap.json"))?)
+            .map_err(|e| Error::invalid_input(format!("{}/snap.json: {e}", dir.display())))?;
+        let bin = read(&dir.join("vanilla.bin"))?;
+        let (vanilla, end) = vanilla_list(&bin, dir)?;
+        if end != bin.len() {
+            return Err(Error::invalid_input(format!(
+                "{}/vanilla.bin has bytes past its last entry",
+                dir.display()
+            )));
         }
-        if at != bin.len() {
-            return Err(bad());
-        }
+        f.vanilla_proofs = vanilla;
         Ok(f)
     }
 }
