@@ -12,7 +12,7 @@ CFLAGS_TEST := -std=c11 -Wall -Wextra -Werror -Iinclude
 DEADLINE = timeout --foreground --kill-after=30s
 CBUILD := tests/c/build
 
-.PHONY: all build build-cuda dev demo test fixtures header header-check size-check test-rust test-c test-go test-cuda test-gpu go-pc go-pc-cuda dev-go clean
+.PHONY: all build build-cuda dev demo test test-ni fixtures header header-check size-check test-rust test-c test-go test-cuda test-gpu go-pc go-pc-cuda dev-go clean
 
 all: build
 
@@ -181,6 +181,11 @@ dev-go: build-cuda
 	cd go-bindings && CGO_ENABLED=1 $(GO) test -c -tags cuzk_cuda -o ../.dev/go/cuzk-go.test .
 	cd go-bindings && CGO_ENABLED=1 $(GO) build -tags cuzk_cuda -o ../.dev/go/cuzk-commit2 ./cmd/cuzk-commit2
 	strip .dev/go/cuzk-go.test .dev/go/cuzk-commit2
+
+## Non-interactive PoRep with real proofs (a 2KiB sector: 13 partitions, about 15 minutes of a
+## 2-core CPU, so not in `make test`, which checks the rest of it with simulated provers).
+test-ni: fixtures
+	$(DEADLINE) 60m $(CARGO) test --release --locked --test ni_porep -- --ignored
 
 ## Everything CI runs.
 test: header-check size-check test-rust test-c test-go test-cuda

@@ -108,6 +108,11 @@ func TestGarbageInputIsAnError(t *testing.T) {
 	if _, err := SealCommitPhase2(fixture, testSector, testMiner+1); !errors.Is(err, ErrInvalidInput) {
 		t.Errorf("wrong miner: err = %v", err)
 	}
+	for _, in := range [][]byte{nil, []byte("garbage"), fixture[:len(fixture)/2]} {
+		if _, err := SealCommitPhase2CircuitProofs(in, testSector); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("circuit proofs of %.20q: err = %v, want ErrInvalidInput", in, err)
+		}
+	}
 	if _, err := engine.Submit(context.Background(), Request{Phase1Output: []byte("{}"), SectorNum: 1}); !errors.Is(err, ErrInvalidInput) {
 		t.Errorf("submit garbage: err = %v", err)
 	}

@@ -235,13 +235,32 @@ func ProverID(minerID abi.ActorID) [32]byte {
 }
 
 // SealCommitPhase2 is the drop-in for filecoin-ffi's ffi.SealCommitPhase2: it proves a C1
-// output for sectorNum and minerID and returns partitions × 192 verified proof bytes. It
-// starts the engine with defaults if none runs, and blocks until done.
+// output for sectorNum and minerID and returns partitions × 192 verified proof bytes, or for
+// non-interactive PoRep (registered proofs 15 to 19) their SnarkPack v2 aggregate, verified by
+// filecoin-proofs' verify_seal (the SRS is read from FIL_PROOFS_PARAMETER_CACHE). It starts the
+// engine with defaults if none runs, and blocks until done.
 func SealCommitPhase2(phase1Output []byte, sectorNum abi.SectorNumber, minerID abi.ActorID) ([]byte, error) {
 	if len(phase1Output) == 0 {
 		return nil, &Error{Status: StatusInvalidInput, Message: "C1 output is empty"}
 	}
 	proof, err := raw.SealCommitPhase2(phase1Output, uint64(sectorNum), ProverID(minerID))
+	if err != nil {
+		return nil, fromRaw(err)
+	}
+	return proof, nil
+}
+
+// SealCommitPhase2CircuitProofs is the drop-in for filecoin-ffi's
+// ffi.SealCommitPhase2CircuitProofs: a non-interactive PoRep sector's partition proofs (126 × 192
+// bytes at 32 GiB), each verified, not aggregated, for aggregating several sectors together
+// (AggregateSealProofs). The C1 output's replica id is taken as it is, as filecoin-ffi's call
+// takes no miner. For interactive proof types it returns what SealCommitPhase2 returns. It
+// starts the engine with defaults if none runs, and blocks until done.
+func SealCommitPhase2CircuitProofs(phase1Output []byte, sectorNum abi.SectorNumber) ([]byte, error) {
+	if len(phase1Output) == 0 {
+		return nil, &Error{Status: StatusInvalidInput, Message: "C1 output is empty"}
+	}
+	proof, err := raw.SealCommitPhase2CircuitProofs(phase1Output, uint64(sectorNum), nil)
 	if err != nil {
 		return nil, fromRaw(err)
 	}

@@ -706,9 +706,13 @@ void cuzk_job_request_default(struct cuzk_job_request *out);
 
 /**
  * Drop-in for filecoin-ffi's `seal_commit_phase2`: proves a C1 output for `sector_id` and the
- * 32-byte `prover_id`, blocking until done, and writes `partitions × 192` proof bytes to
- * `*proof_out`. The proof has passed the self-check unless the engine was started with
- * `self_check = 0`. Starts the engine with defaults if it is not running.
+ * 32-byte `prover_id`, blocking until done, and writes the proof to `*proof_out`:
+ * `partitions × 192` bytes, or for non-interactive PoRep (registered proofs 15 to 19) the
+ * partition proofs' SnarkPack v2 aggregate, as filecoin-proofs makes it (the SnarkPack SRS is
+ * read from `FIL_PROOFS_PARAMETER_CACHE`; PARAMS where it is missing). The proof has passed
+ * the self-check (each partition's proof, and filecoin-proofs' `verify_seal` of an aggregate)
+ * unless the engine was started with `self_check = 0`. Starts the engine with defaults if it
+ * is not running.
  */
 cuzk_status cuzk_seal_commit_phase2(const uint8_t *c1_ptr,
                                     size_t c1_len,
@@ -716,6 +720,24 @@ cuzk_status cuzk_seal_commit_phase2(const uint8_t *c1_ptr,
                                     const uint8_t (*prover_id)[32],
                                     struct cuzk_bytes *proof_out,
                                     struct cuzk_error *err_out);
+
+/**
+ * Drop-in for filecoin-ffi's `seal_commit_phase2_circuit_proofs`: as
+ * `cuzk_seal_commit_phase2`, but a non-interactive PoRep sector's partition proofs are
+ * written as they are (`partitions × 192` bytes, 126 partitions at 32 GiB, each checked), not
+ * aggregated, for a caller that aggregates several sectors together. `prover_id` may be NULL
+ * (filecoin-ffi's call takes none): the C1 output's replica id is then taken as it is;
+ * otherwise it must be the one `prover_id` and `sector_id` give. For interactive proof types
+ * the same as `cuzk_seal_commit_phase2`. As that call: `*proof_out` is the caller's, freed
+ * once with `cuzk_bytes_free`, and written only on success; callable from any thread at once;
+ * it blocks, so from a timeline callback it answers IN_CALLBACK.
+ */
+cuzk_status cuzk_seal_commit_phase2_circuit_proofs(const uint8_t *c1_ptr,
+                                                   size_t c1_len,
+                                                   uint64_t sector_id,
+                                                   const uint8_t (*prover_id)[32],
+                                                   struct cuzk_bytes *proof_out,
+                                                   struct cuzk_error *err_out);
 
 /**
  * Validates a job and queues it; writes its id (unique for the life of the process) to

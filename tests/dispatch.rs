@@ -905,7 +905,7 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
         assert_eq!((a.partitions_fit, a.queued_bytes, a.job_slots), (1, 0, 2));
         assert_eq!(a.free_bytes, budget - file);
 
-        // Types it does not prove, unknown ones and ones without parameters.
+        // Shapes it does not prove, unknown types and ones without parameters.
         let err = |p| {
             e.admission(p, FixtureShape::default(), 0)
                 .unwrap_err()
@@ -913,7 +913,16 @@ fn admission_says_no_while_the_budget_is_full_and_yes_once_a_job_ends() {
         };
         use cuzk::porep::SealProof::*;
         assert_eq!(
-            err(StackedDrg2KiBV1_2_Feat_NonInteractivePoRep),
+            e.admission(
+                StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+                FixtureShape {
+                    partitions: 2,
+                    layers: 0
+                },
+                0
+            )
+            .unwrap_err()
+            .status,
             Status::Unsupported
         );
         assert_eq!(err(StackedDrg8MiBV1_1), Status::Params);

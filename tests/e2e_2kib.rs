@@ -168,7 +168,8 @@ fn bad_inputs_fail_with_clear_errors() {
     let bad = edit_json(&c1, |v| {
         v["registered_proof"] = "StackedDrg2KiBV1_2_Feat_NonInteractivePoRep".into()
     });
-    check(&bad, sid, pid, Status::Unsupported, "non-interactive");
+    // Non-interactive PoRep has 13 partitions at 2KiB: an interactive C1 relabelled is refused.
+    check(&bad, sid, pid, Status::InvalidInput, "needs 13");
     let bad = edit_json(&c1, |v| v["registered_proof"] = "StackedDrg8MiBV1_1".into());
     check(&bad, sid, pid, Status::InvalidInput, "2KiB");
     let bad = edit_json(&c1, |v| v["registered_proof"] = "StackedDrg2KiBV9".into());

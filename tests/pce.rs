@@ -1105,6 +1105,7 @@ fn wrong_native(req: &JobRequest, fault: Fault) -> porep::PreparedJob {
         circuits: Arc::new(WrongNative(job.circuits, fault)),
         kind: job.kind,
         class: job.class,
+        aggregate: job.aggregate,
     }
 }
 

@@ -39,6 +39,37 @@ pub enum ParamsCmd {
     /// point counts and file size of its parameter set. `--save` keeps the recording in
     /// --params-dir, where the engine loads it instead of recording the circuit again.
     Record(RecordArgs),
+    /// Write a random (marked) SnarkPack SRS (`v28-fil-inner-product-v1.srs`, the file
+    /// filecoin-proofs aggregates with: non-interactive PoRep's C2, AggregateSealProofs) into
+    /// --params-dir, for tests and benchmarks. The engine refuses it for production sector
+    /// sizes unless told it is a benchmark (CUZK_ALLOW_RANDOM_PARAMS=1). Never overwrites.
+    Srs(SrsArgs),
+}
+
+#[derive(Args)]
+pub struct SrsArgs {
+    /// The most proofs it aggregates (rounded up to a power of two): 16 for a 2KiB
+    /// non-interactive sector, 128 for a 32 GiB one, 8192 for 65 of them.
+    #[arg(long, default_value_t = 8192)]
+    proofs: usize,
+}
+
+fn srs(args: SrsArgs) -> Result<ExitCode, Error> {
+    let path = porep::aggregate::srs_path();
+    let t = std::time::Instant::now();
+    let bytes = porep::aggregate::write_random_srs(&path, args.proofs)?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::json!({
+            "path": path,
+            "max_proofs": args.proofs.next_power_of_two(),
+            "bytes": bytes,
+            "seconds": t.elapsed().as_secs_f64(),
+            "random": true,
+        }))
+        .expect("serializable")
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Args)]
@@ -190,6 +221,7 @@ pub fn params(cmd: ParamsCmd, params_dir: PathBuf, explicit_dir: bool) -> Result
     match cmd {
         ParamsCmd::Gen(a) => gen(a, params_dir, explicit_dir),
         ParamsCmd::Record(a) => record(a, params_dir),
+        ParamsCmd::Srs(a) => srs(a),
         ParamsCmd::Sections { file } => {
             let layout = check_file(&file)?;
             for (name, end) in layout.section_ends() {

@@ -197,6 +197,39 @@ fn params_gen_saves_the_recording_where_recording_dir_says() {
     );
 }
 
+/// `params srs` writes a marked SnarkPack SRS where filecoin-proofs reads it (in --params-dir),
+/// bellperson reads it, and a second call never overwrites it.
+#[test]
+fn params_srs_writes_a_marked_srs_once() {
+    let bin = env!("CARGO_BIN_EXE_cuzk");
+    let params = tempfile::tempdir().unwrap();
+    let srs = || {
+        std::process::Command::new(bin)
+            .args(["--params-dir", params.path().to_str().unwrap()])
+            .args(["params", "srs", "--proofs", "13"])
+            .output()
+            .unwrap()
+    };
+    let out = srs();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = params.path().join("v28-fil-inner-product-v1.srs");
+    let read = bellperson::groth16::aggregate::GenericSRS::<blstrs::Bls12>::read(
+        &mut std::fs::File::open(&path).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(read.g_alpha_powers.len(), 32, "13 proofs: 16, twice");
+    assert!(cuzk::porep::aggregate::is_random_srs(&path).unwrap());
+    let before = std::fs::read(&path).unwrap();
+    let again = srs();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("refusing to overwrite"));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
 /// `params gen --kind snap` makes the update circuit's set under filecoin-proofs' name for it
 /// (the id the engine looks for); an unknown kind is refused, naming the kinds.
 #[test]

@@ -99,8 +99,8 @@ func Poll(jobID uint64) (JobState, error) {
 }
 
 // SealCommitPhase2 is cuzk_seal_commit_phase2: it proves the C1 output c1 for sectorID and
-// proverID, blocking, and returns partitions × ProofBytes proof bytes. It starts the engine
-// with defaults if none runs.
+// proverID, blocking, and returns partitions × ProofBytes proof bytes (for non-interactive
+// PoRep, their SnarkPack v2 aggregate). It starts the engine with defaults if none runs.
 func SealCommitPhase2(c1 []byte, sectorID uint64, proverID [32]byte) ([]byte, error) {
 	var out C.cuzk_bytes
 	var cerr C.cuzk_error
@@ -108,6 +108,23 @@ func SealCommitPhase2(c1 []byte, sectorID uint64, proverID [32]byte) ([]byte, er
 		(*[32]C.uint8_t)(unsafe.Pointer(&proverID)), &out, &cerr)
 	runtime.KeepAlive(c1)
 	runtime.KeepAlive(&proverID)
+	if err := takeError(st, &cerr); err != nil {
+		return nil, err
+	}
+	return takeBytes(&out), nil
+}
+
+// SealCommitPhase2CircuitProofs is cuzk_seal_commit_phase2_circuit_proofs: as
+// SealCommitPhase2, but a non-interactive PoRep sector's partition proofs come back as they are
+// (partitions × ProofBytes), not aggregated. A nil proverID takes the C1 output's replica id as
+// it is.
+func SealCommitPhase2CircuitProofs(c1 []byte, sectorID uint64, proverID *[32]byte) ([]byte, error) {
+	var out C.cuzk_bytes
+	var cerr C.cuzk_error
+	st := C.cuzk_seal_commit_phase2_circuit_proofs(bytesPtr(c1), C.size_t(len(c1)), C.uint64_t(sectorID),
+		(*[32]C.uint8_t)(unsafe.Pointer(proverID)), &out, &cerr)
+	runtime.KeepAlive(c1)
+	runtime.KeepAlive(proverID)
 	if err := takeError(st, &cerr); err != nil {
 		return nil, err
 	}

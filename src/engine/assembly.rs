@@ -60,6 +60,16 @@ pub(super) fn complete(
         (Some(proofs), reports, again) => match assemble(inner, job, &proofs, reports, srs) {
             Checked::Done(out) => {
                 distrust_recording(inner, job, &again);
+                if job.aggregate.is_some() {
+                    let item = Aggregation {
+                        job: job.clone(),
+                        out,
+                    };
+                    if inner.aggregate_q.push(job.key(0), item).is_err() {
+                        finish(inner, job, Err(not_running()));
+                    }
+                    return;
+                }
                 Ok(out)
             }
             Checked::Bad(bad, e) => match bad.iter().find(|&&k| again[k].is_some()) {
@@ -133,7 +143,45 @@ fn assemble(
         wall_ms: ms(job.submitted.elapsed()),
         verify_ms: ms(t.elapsed()),
         verified,
+        aggregate_ms: 0.0,
     })
+}
+
+/// A non-interactive PoRep job whose partition proofs are all proved and checked, waiting to
+/// be aggregated.
+pub(super) struct Aggregation {
+    job: Arc<Job>,
+    out: JobOutput,
+}
+
+/// Aggregates non-interactive PoRep jobs' partition proofs (SnarkPack v2, on the CPU, one job
+/// at a time, off the provers' threads) and finishes each job with the aggregate, checked by
+/// filecoin-proofs' `verify_seal` unless the self-check is off. A job that ended meanwhile
+/// (cancelled, shut down) is skipped.
+pub(super) fn aggregate_worker(inner: &Arc<Inner>) {
+    while let Some((_, Aggregation { job, mut out })) = inner.aggregate_q.pop() {
+        let Some(ni) = job.aggregate.as_ref().filter(|_| !job.stopped()) else {
+            continue;
+        };
+        let t = Instant::now();
+        let allow_random = inner.cfg.allow_random_params.unwrap_or(false);
+        let res = ni
+            .aggregate(&out.proof, allow_random, inner.cfg.self_check)
+            .map(|aggregate| {
+                out.aggregate_ms = ms(t.elapsed());
+                log::info!(
+                    "job {}: {} partition proofs aggregated ({} bytes) in {:.0} ms",
+                    job.id,
+                    out.partitions.len(),
+                    aggregate.len(),
+                    out.aggregate_ms
+                );
+                out.proof = aggregate;
+                out.wall_ms = ms(job.submitted.elapsed());
+                out
+            });
+        finish(inner, &job, res);
+    }
 }
 
 /// The partitions whose proofs do not verify: none where the batch verifies, else each

@@ -22,7 +22,7 @@ use parking_lot::{Condvar, Mutex};
 use super::{config::CANCELLED_RETENTION, queue::Key};
 use crate::{
     error::{Error, Result, Status},
-    porep::{Class, FixtureShape, SealCircuits},
+    porep::{aggregate::NiSeal, Class, FixtureShape, SealCircuits},
     prover::StageTimes,
 };
 
@@ -68,6 +68,9 @@ pub struct JobOutput {
     pub wall_ms: f64,
     pub verify_ms: f64,
     pub verified: bool,
+    /// Non-interactive PoRep: milliseconds spent aggregating the partition proofs (SnarkPack
+    /// v2) and checking the aggregate; `proof` is then the aggregate. 0 for other jobs.
+    pub aggregate_ms: f64,
 }
 
 /// Job ids, unique for the life of the process.
@@ -104,15 +107,23 @@ pub(super) struct Job {
     pub(super) stop: Arc<AtomicBool>,
     pub(super) state: Mutex<JobState>,
     pub(super) done: Condvar,
+    /// Non-interactive PoRep: what aggregates the partition proofs into the job's proof.
+    pub(super) aggregate: Option<NiSeal>,
 }
 
 impl Job {
-    pub(super) fn new(priority: i32, class: Class, circuits: Arc<dyn SealCircuits>) -> Job {
+    pub(super) fn new(
+        priority: i32,
+        class: Class,
+        circuits: Arc<dyn SealCircuits>,
+        aggregate: Option<NiSeal>,
+    ) -> Job {
         let n = circuits.shape().partitions;
         Job {
             id: NEXT_JOB.fetch_add(1, Ordering::Relaxed),
             priority,
             class,
+            aggregate,
             circuits: Mutex::new(Some(circuits)),
             submitted: Instant::now(),
             stop: Arc::new(AtomicBool::new(false)),

@@ -95,6 +95,9 @@ struct Inner {
     synth_q: PriorityQueue<SynthItem>,
     prove_q: PriorityQueue<ProveItem>,
     retry_q: PriorityQueue<RetryItem>,
+    /// Non-interactive PoRep jobs whose partitions are all proved and checked, waiting for
+    /// their aggregation (`assembly::aggregate_worker`).
+    aggregate_q: PriorityQueue<assembly::Aggregation>,
     /// Bytes reserved by partitions in the retry queue or being retried.
     retry_held: AtomicU64,
     running: AtomicBool,
@@ -271,6 +274,7 @@ impl Inner {
             synth_q: PriorityQueue::default(),
             prove_q: PriorityQueue::default(),
             retry_q: PriorityQueue::default(),
+            aggregate_q: PriorityQueue::default(),
             retry_held: AtomicU64::new(0),
             running: AtomicBool::new(true),
             timeline,
@@ -314,6 +318,10 @@ fn spawn_workers(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>> {
         .chain(std::iter::once((
             "cuzk-cpu-retry".to_string(),
             Box::new(|i: &Arc<Inner>| retry_worker(i)) as Work,
+        )))
+        .chain(std::iter::once((
+            "cuzk-aggregate".to_string(),
+            Box::new(|i: &Arc<Inner>| assembly::aggregate_worker(i)) as Work,
         )));
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
     for (name, work) in workers {
@@ -329,6 +337,7 @@ fn spawn_workers(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>> {
                 inner.synth_q.close();
                 inner.prove_q.close();
                 inner.retry_q.close();
+                inner.aggregate_q.close();
                 threads.into_iter().for_each(|t| drop(t.join()));
                 return Err(Error::internal(format!(
                     "cannot start a worker thread: {e}"
@@ -516,8 +525,32 @@ impl Engine {
         Ok(())
     }
 
-    /// Validates a job and queues its partitions; returns the job id.
+    /// Validates a job and queues its partitions; returns the job id. A non-interactive PoRep
+    /// job's proof is its partition proofs' SnarkPack v2 aggregate (what filecoin-proofs'
+    /// `seal_commit_phase2` returns), made once they are all proved and checked.
     pub fn submit(&self, req: JobRequest) -> Result<u64> {
+        let prover_id = Some(req.prover_id);
+        self.submit_c1(req, prover_id, true)
+    }
+
+    /// [`Engine::submit`], with a non-interactive PoRep job's partition proofs returned as they
+    /// are (`partitions × 192` bytes, each checked), not aggregated: filecoin-proofs'
+    /// `seal_commit_phase2_circuit_proofs`, for callers that aggregate several sectors
+    /// together. Where `check_replica`, the C1 output's replica id must be `req.prover_id`'s
+    /// and `req.sector_id`'s (as `submit` checks); else it is taken as it is and
+    /// `req.prover_id` is not read (filecoin-proofs' call takes no prover id). The same as
+    /// `submit` for interactive types, whose proof is their partitions' proofs.
+    pub fn submit_circuit_proofs(&self, req: JobRequest, check_replica: bool) -> Result<u64> {
+        let prover_id = check_replica.then_some(req.prover_id);
+        self.submit_c1(req, prover_id, false)
+    }
+
+    fn submit_c1(
+        &self,
+        req: JobRequest,
+        prover_id: Option<[u8; 32]>,
+        aggregate: bool,
+    ) -> Result<u64> {
         if !self.is_running() {
             return Err(Error::new(Status::NotRunning, "the engine is shut down"));
         }
@@ -532,7 +565,10 @@ impl Engine {
                 )));
             }
         }
-        let prepared = porep::prepare(parsed.c1, req.prover_id, req.sector_id, req.fixture)?;
+        let mut prepared = porep::prepare_for(parsed.c1, prover_id, req.sector_id, req.fixture)?;
+        if !aggregate {
+            prepared.aggregate = None;
+        }
         self.submit_prepared(prepared, req.priority)
     }
 
@@ -577,7 +613,12 @@ impl Engine {
             prepared.circuits.params_id(),
             prepared.circuits.witness_others_room(),
         );
-        let job = Arc::new(Job::new(priority, prepared.class, prepared.circuits));
+        let job = Arc::new(Job::new(
+            priority,
+            prepared.class,
+            prepared.circuits,
+            prepared.aggregate,
+        ));
         let id = job.id;
         self.inner.jobs.insert(job.clone())?;
         self.inner.timeline.emit(
@@ -727,6 +768,7 @@ impl Engine {
             i.retry_held
                 .fetch_sub(it.item.reservation.bytes(), Ordering::AcqRel);
         }
+        drop(i.aggregate_q.close());
     }
 }
 

@@ -62,9 +62,13 @@ pub extern "C" fn cuzk_job_request_default(out: *mut cuzk_job_request) {
 }
 
 /// Drop-in for filecoin-ffi's `seal_commit_phase2`: proves a C1 output for `sector_id` and the
-/// 32-byte `prover_id`, blocking until done, and writes `partitions × 192` proof bytes to
-/// `*proof_out`. The proof has passed the self-check unless the engine was started with
-/// `self_check = 0`. Starts the engine with defaults if it is not running.
+/// 32-byte `prover_id`, blocking until done, and writes the proof to `*proof_out`:
+/// `partitions × 192` bytes, or for non-interactive PoRep (registered proofs 15 to 19) the
+/// partition proofs' SnarkPack v2 aggregate, as filecoin-proofs makes it (the SnarkPack SRS is
+/// read from `FIL_PROOFS_PARAMETER_CACHE`; PARAMS where it is missing). The proof has passed
+/// the self-check (each partition's proof, and filecoin-proofs' `verify_seal` of an aggregate)
+/// unless the engine was started with `self_check = 0`. Starts the engine with defaults if it
+/// is not running.
 #[no_mangle]
 pub extern "C" fn cuzk_seal_commit_phase2(
     c1_ptr: *const u8,
@@ -75,27 +79,72 @@ pub extern "C" fn cuzk_seal_commit_phase2(
     err_out: *mut cuzk_error,
 ) -> Status {
     boundary(err_out, || {
-        let c1 = bytes_in(c1_ptr, c1_len, "c1")?;
-        let prover_id = *ref_in(prover_id, "prover_id")?;
-        let proof_out = Out::new(proof_out, "proof_out")?;
-        if crate::timeline::in_callback() {
-            return Err(Error::new(
-                Status::InCallback,
-                "cuzk_seal_commit_phase2 blocks: use cuzk_submit from a timeline callback",
-            ));
-        }
-        let engine = engine::global_or_default()?;
-        engine.check_size(c1)?;
-        let out = engine.prove(JobRequest {
-            c1: c1.to_vec(),
-            sector_id,
-            prover_id,
-            priority: 0,
-            fixture: FixtureShape::default(),
-        })?;
-        proof_out.write(cuzk_bytes::owned(out.proof));
-        Ok(())
+        c2_blocking(c1_ptr, c1_len, sector_id, prover_id, proof_out, true)
     })
+}
+
+/// Drop-in for filecoin-ffi's `seal_commit_phase2_circuit_proofs`: as
+/// `cuzk_seal_commit_phase2`, but a non-interactive PoRep sector's partition proofs are
+/// written as they are (`partitions × 192` bytes, 126 partitions at 32 GiB, each checked), not
+/// aggregated, for a caller that aggregates several sectors together. `prover_id` may be NULL
+/// (filecoin-ffi's call takes none): the C1 output's replica id is then taken as it is;
+/// otherwise it must be the one `prover_id` and `sector_id` give. For interactive proof types
+/// the same as `cuzk_seal_commit_phase2`. As that call: `*proof_out` is the caller's, freed
+/// once with `cuzk_bytes_free`, and written only on success; callable from any thread at once;
+/// it blocks, so from a timeline callback it answers IN_CALLBACK.
+#[no_mangle]
+pub extern "C" fn cuzk_seal_commit_phase2_circuit_proofs(
+    c1_ptr: *const u8,
+    c1_len: usize,
+    sector_id: u64,
+    prover_id: *const [u8; 32],
+    proof_out: *mut cuzk_bytes,
+    err_out: *mut cuzk_error,
+) -> Status {
+    boundary(err_out, || {
+        c2_blocking(c1_ptr, c1_len, sector_id, prover_id, proof_out, false)
+    })
+}
+
+fn c2_blocking(
+    c1_ptr: *const u8,
+    c1_len: usize,
+    sector_id: u64,
+    prover_id: *const [u8; 32],
+    proof_out: *mut cuzk_bytes,
+    aggregate: bool,
+) -> crate::error::Result<()> {
+    let c1 = bytes_in(c1_ptr, c1_len, "c1")?;
+    let check_replica = aggregate || !prover_id.is_null();
+    let prover_id = if check_replica {
+        *ref_in(prover_id, "prover_id")?
+    } else {
+        [0; 32]
+    };
+    let proof_out = Out::new(proof_out, "proof_out")?;
+    if crate::timeline::in_callback() {
+        return Err(Error::new(
+            Status::InCallback,
+            "cuzk_seal_commit_phase2 blocks: use cuzk_submit from a timeline callback",
+        ));
+    }
+    let engine = engine::global_or_default()?;
+    engine.check_size(c1)?;
+    let req = JobRequest {
+        c1: c1.to_vec(),
+        sector_id,
+        prover_id,
+        priority: 0,
+        fixture: FixtureShape::default(),
+    };
+    let out = if aggregate {
+        engine.prove(req)?
+    } else {
+        let id = engine.submit_circuit_proofs(req, check_replica)?;
+        engine.await_job(id, None)?
+    };
+    proof_out.write(cuzk_bytes::owned(out.proof));
+    Ok(())
 }
 
 /// Validates a job and queues it; writes its id (unique for the life of the process) to

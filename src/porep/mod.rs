@@ -1,6 +1,7 @@
 //! PoRep C2 circuits: shape of a proof type, validation of a C1 output, per-partition circuits,
 //! public inputs and the Groth16 parameter file each circuit needs.
 
+pub mod aggregate;
 pub mod input;
 pub(crate) mod native;
 pub mod verify;
@@ -75,12 +76,14 @@ fn is_test_size(sector_size: u64) -> bool {
     matches!(sector_size, s if s == 2 * KIB || s == 8 * MIB || s == 512 * MIB)
 }
 
-/// filecoin-proofs 19.1's interactive minimum challenge count.
-fn min_challenges(sector_size: u64) -> usize {
-    if is_test_size(sector_size) {
-        2
-    } else {
-        176
+/// filecoin-proofs 19.1's minimum challenge count: interactive, or non-interactive (FIP-0090:
+/// ceil(12.8 × the interactive count)).
+fn min_challenges(sector_size: u64, non_interactive: bool) -> usize {
+    match (is_test_size(sector_size), non_interactive) {
+        (true, false) => 2,
+        (false, false) => 176,
+        (true, true) => 26,
+        (false, true) => 2253,
     }
 }
 
@@ -92,13 +95,16 @@ fn real_layers(sector_size: u64) -> usize {
     }
 }
 
-/// filecoin-proofs 19.1's partition counts (`POREP_PARTITIONS` as shipped). Read from here, not
-/// from that run-time table, so that fixture edits of the table never change a real proof type.
-fn real_partitions(sector_size: u64) -> usize {
-    if is_test_size(sector_size) {
-        1
-    } else {
-        10
+/// filecoin-proofs 19.1's partition counts (`POREP_PARTITIONS` as shipped, and
+/// `get_porep_non_interactive_partitions`: 13 and 126, chosen so that a non-interactive
+/// partition has the interactive circuit, 2 and 18 challenges). Read from here, not from that
+/// run-time table, so that fixture edits of the table never change a real proof type.
+fn real_partitions(sector_size: u64, non_interactive: bool) -> usize {
+    match (is_test_size(sector_size), non_interactive) {
+        (true, false) => 1,
+        (false, false) => 10,
+        (true, true) => 13,
+        (false, true) => 126,
     }
 }
 
@@ -106,7 +112,9 @@ fn sector_size_of(proof: RegisteredSealProof) -> u64 {
     u64::from(proof.sector_size())
 }
 
-fn is_non_interactive(proof: RegisteredSealProof) -> bool {
+/// Whether a proof type is non-interactive PoRep (FIP-0090, registered proofs 15 to 19): its C2
+/// is its partitions' proofs aggregated by SnarkPack v2 ([`aggregate`]).
+pub fn is_non_interactive(proof: RegisteredSealProof) -> bool {
     use RegisteredSealProof::*;
     matches!(
         proof,
@@ -120,21 +128,18 @@ fn is_non_interactive(proof: RegisteredSealProof) -> bool {
 
 /// The shape a proof type has, or the fixture shape asked for.
 pub fn shape_for(proof: RegisteredSealProof, fixture: FixtureShape) -> Result<Shape> {
-    if is_non_interactive(proof) {
-        return Err(Error::unsupported(format!(
-            "{proof:?}: non-interactive PoRep (SnarkPack-aggregated C2) is not supported"
-        )));
-    }
+    let ni = is_non_interactive(proof);
     if proof.major_version() != 1 {
         return Err(Error::unsupported(format!(
             "{proof:?}: unsupported proof version"
         )));
     }
     let sector_size = sector_size_of(proof);
-    let real_partitions = real_partitions(sector_size);
-    if !fixture.is_real() && !is_test_size(sector_size) {
+    let real_partitions = real_partitions(sector_size, ni);
+    if !fixture.is_real() && (!is_test_size(sector_size) || ni) {
         return Err(Error::unsupported(format!(
-            "fixture shapes exist only for test sector sizes (2KiB, 8MiB, 512MiB), not {proof:?}"
+            "fixture shapes exist only for interactive proof types of test sector sizes (2KiB, \
+             8MiB, 512MiB), not {proof:?}"
         )));
     }
     let partitions = if fixture.partitions == 0 {
@@ -147,12 +152,12 @@ pub fn shape_for(proof: RegisteredSealProof, fixture: FixtureShape) -> Result<Sh
     } else {
         fixture.layers
     };
-    if !(1..=64).contains(&partitions) || !(1..=15).contains(&layers) {
+    if !fixture.is_real() && (!(1..=64).contains(&partitions) || !(1..=15).contains(&layers)) {
         return Err(Error::invalid_argument(format!(
             "fixture shape out of range: {partitions} partitions, {layers} layers"
         )));
     }
-    let challenges_per_partition = min_challenges(sector_size).div_ceil(partitions);
+    let challenges_per_partition = min_challenges(sector_size, ni).div_ceil(partitions);
     Ok(Shape {
         sector_size,
         partitions,
@@ -165,6 +170,8 @@ fn setup_params(proof: RegisteredSealProof, shape: &Shape) -> stacked::SetupPara
     let cfg = proof.as_v1_config();
     let challenges = if cfg.api_features.contains(&ApiFeature::SyntheticPoRep) {
         Challenges::new_synthetic(shape.challenges_per_partition)
+    } else if cfg.api_features.contains(&ApiFeature::NonInteractivePoRep) {
+        Challenges::new_non_interactive(shape.challenges_per_partition)
     } else {
         Challenges::new_interactive(shape.challenges_per_partition)
     };
@@ -409,6 +416,10 @@ pub struct PreparedJob {
     pub circuits: Arc<dyn SealCircuits>,
     pub kind: String,
     pub class: Class,
+    /// Non-interactive PoRep: the partition proofs are aggregated (SnarkPack v2) into the
+    /// job's proof once they are all proved and checked. None: the job's proof is its
+    /// partitions' proofs.
+    pub aggregate: Option<aggregate::NiSeal>,
 }
 
 /// A proof kind's class: at every queue (synthesis, the provers) a partition of a higher
@@ -460,7 +471,7 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
     c1: &SealCommitPhase1Output,
     proofs: Vec<Vec<VanillaSealProof<Tree>>>,
     shape: Shape,
-    prover_id: [u8; 32],
+    prover_id: Option<[u8; 32]>,
     sector_id: u64,
 ) -> Result<Arc<dyn SealCircuits>> {
     check_vanilla_shape(&proofs, &shape, |p| p.labeling_proofs.len())?;
@@ -474,18 +485,26 @@ fn prepare_tree<Tree: 'static + MerkleTreeTrait>(
         .map_err(|e| Error::from_anyhow(Status::InvalidInput, "comm_r", e))?;
     let comm_d = PieceDomain::try_from_bytes(&c1.comm_d)
         .map_err(|e| Error::from_anyhow(Status::InvalidInput, "comm_d", e))?;
-    // The replica id the verifier will derive; it must be the one the vanilla proofs were made for.
-    let replica_id = generate_replica_id::<Tree::Hasher, _>(
-        &prover_id, sector_id, &c1.ticket, comm_d, &porep_id,
-    );
-    let c1_replica: Fr = c1.replica_id.into();
-    let derived: Fr = replica_id.into();
-    if c1_replica != derived {
-        return Err(Error::invalid_input(format!(
-            "prover id / sector id (sector {sector_id}) do not match the C1 output: its replica id was \
-             made for another miner, sector, ticket or proof type"
-        )));
-    }
+    // The replica id the verifier will derive; it must be the one the vanilla proofs were made
+    // for. Without a prover id (circuit proofs, as filecoin-proofs makes them) the C1 output's
+    // own is taken.
+    let replica_id = match prover_id {
+        Some(prover_id) => {
+            let derived = generate_replica_id::<Tree::Hasher, _>(
+                &prover_id, sector_id, &c1.ticket, comm_d, &porep_id,
+            );
+            let (theirs, ours): (Fr, Fr) = (c1.replica_id.into(), derived.into());
+            if theirs != ours {
+                return Err(Error::invalid_input(format!(
+                    "prover id / sector id (sector {sector_id}) do not match the C1 output: its \
+                     replica id was made for another miner, sector, ticket or proof type"
+                )));
+            }
+            derived
+        }
+        None => <Tree::Hasher as Hasher>::Domain::try_from_bytes(&c1.replica_id.into_bytes())
+            .map_err(|e| Error::from_anyhow(Status::InvalidInput, "replica_id", e))?,
+    };
     let pub_inputs = stacked::PublicInputs {
         replica_id,
         seed: Some(c1.seed),
@@ -526,6 +545,18 @@ pub fn prepare(
     sector_id: u64,
     fixture: FixtureShape,
 ) -> Result<PreparedJob> {
+    prepare_for(c1, Some(prover_id), sector_id, fixture)
+}
+
+/// [`prepare`], with the prover id optional: without it the C1 output's replica id is taken as
+/// it is (filecoin-proofs' `seal_commit_phase2_circuit_proofs` takes no prover id), and a
+/// non-interactive job is not aggregated (its aggregate's check needs the prover id).
+pub fn prepare_for(
+    c1: SealCommitPhase1Output,
+    prover_id: Option<[u8; 32]>,
+    sector_id: u64,
+    fixture: FixtureShape,
+) -> Result<PreparedJob> {
     let proof_type = c1.registered_proof;
     let shape = shape_for(proof_type, fixture)?;
     if c1.comm_d == [0; 32] {
@@ -546,6 +577,9 @@ pub fn prepare(
         ))
     };
     let vp = c1.vanilla_proofs.clone();
+    let aggregate = prover_id
+        .filter(|_| is_non_interactive(proof_type))
+        .map(|p| aggregate::NiSeal::of(&c1, p, sector_id));
     let circuits = match vp {
         ApiVanillaProofs::StackedDrg2KiBV1(p) if size == 2 * KIB => {
             prepare_tree::<SectorShape2KiB>(&c1, p, shape, prover_id, sector_id)
@@ -572,6 +606,7 @@ pub fn prepare(
         circuits,
         kind: format!("{proof_type:?}"),
         class: Class::Throughput,
+        aggregate,
     })
 }
 

@@ -127,6 +127,7 @@ pub fn prepare(req: &PostRequest) -> Result<PreparedJob> {
         } else {
             Class::WindowPost
         },
+        aggregate: None,
     })
 }
 

@@ -116,6 +116,7 @@ pub fn prepare(req: &SnapRequest) -> Result<PreparedJob> {
         circuits,
         kind: format!("{:?}", req.proof),
         class: Class::Throughput,
+        aggregate: None,
     })
 }
 

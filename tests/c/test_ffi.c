@@ -86,6 +86,17 @@ int main(int argc, char **argv) {
   expect(cuzk_seal_commit_phase2(c1, c1_len, sector + 1, &prover, &proof, &err), CUZK_STATUS_INVALID_INPUT, &err, "wrong sector id");
   CHECK(cuzk_seal_commit_phase2(c1, 0, sector, &prover, &proof, NULL) == CUZK_STATUS_INVALID_INPUT, "NULL err_out is allowed");
   CHECK(proof.ptr == NULL && proof.len == 0, "no output written on failure");
+  /* The circuit proofs' drop-in: the same refusals; a NULL prover id is allowed (the C1
+     output's replica id is taken as it is), a wrong one is not. */
+  expect(cuzk_seal_commit_phase2_circuit_proofs(NULL, 10, sector, NULL, &proof, &err), CUZK_STATUS_INVALID_ARGUMENT, &err,
+         "circuit proofs: NULL c1");
+  expect(cuzk_seal_commit_phase2_circuit_proofs(c1, c1_len, sector, NULL, NULL, &err), CUZK_STATUS_INVALID_ARGUMENT, &err,
+         "circuit proofs: NULL proof_out");
+  expect(cuzk_seal_commit_phase2_circuit_proofs((const uint8_t *)garbage, strlen(garbage), sector, NULL, &proof, &err),
+         CUZK_STATUS_INVALID_INPUT, &err, "circuit proofs: garbage JSON");
+  expect(cuzk_seal_commit_phase2_circuit_proofs(c1, c1_len, sector, &wrong_prover, &proof, &err), CUZK_STATUS_INVALID_INPUT,
+         &err, "circuit proofs: wrong prover id");
+  CHECK(proof.ptr == NULL && proof.len == 0, "no output written on failure");
 
   /* An error struct reused without freeing: cuzk frees the message it overwrites. */
   CHECK(cuzk_submit(NULL, &job, &err) == CUZK_STATUS_INVALID_ARGUMENT, "NULL request");

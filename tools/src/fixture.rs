@@ -56,10 +56,14 @@ impl FixtureSpec {
         porep::prover_id_from_miner(self.miner_id)
     }
 
-    /// A short name for file names: `2KiB`, `2KiB-p10`, `2KiB-p10-l11`.
+    /// A short name for file names: `2KiB`, `2KiB-p10`, `2KiB-p10-l11`, `2KiB-ni`
+    /// (non-interactive PoRep).
     pub fn name(&self) -> String {
         let size = u64::from(self.proof.sector_size());
         let mut n = human_size(size);
+        if porep::is_non_interactive(self.proof) {
+            n.push_str("-ni");
+        }
         if self.shape.partitions != 0 {
             n.push_str(&format!("-p{}", self.shape.partitions));
         }
