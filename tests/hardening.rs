@@ -329,9 +329,28 @@ fn section_ends(path: &std::path::Path) -> Vec<u64> {
     ends
 }
 
+/// A small circuit's parameter set in a directory of its own (a few MB: the format is the
+/// same as a sector's, whose 2KiB set is 1.1 GB; the tests that copy and cut a set use this
+/// one, so that they hold no gigabytes of a shared disk).
+fn small_set() -> (
+    tempfile::TempDir,
+    String,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let src = tempfile::tempdir().unwrap();
+    let id = "cuzk-small-set".to_string();
+    small_params(src.path(), &id);
+    let (params, vk) = (
+        cuzk::params::params_path(src.path(), &id),
+        cuzk::params::vk_path(src.path(), &id),
+    );
+    (src, id, params, vk)
+}
+
 #[test]
 fn a_truncated_params_file_is_a_params_error_at_every_section_boundary() {
-    let (id, params, vk) = params_2kib();
+    let (_src, id, params, vk) = small_set();
     let len = std::fs::metadata(&params).unwrap().len();
     let ends = section_ends(&params);
     let budget = cuzk::budget::Budget::new(u64::MAX / 2);
@@ -526,7 +545,7 @@ fn shutdown_with_work_in_every_stage_returns_every_waiter_and_all_memory() {
 
 #[test]
 fn a_failed_parameter_check_is_remembered_until_the_file_changes() {
-    let (id, params, vk) = params_2kib();
+    let (_src, id, params, vk) = small_set();
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join(params.file_name().unwrap());
     std::fs::copy(&vk, dir.path().join(vk.file_name().unwrap())).unwrap();
