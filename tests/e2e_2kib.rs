@@ -113,6 +113,7 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
         let v = cuzk::porep::verify::verify_seal(&c1, spec.prover_id(), spec.sector_id, &bad);
         assert!(matches!(v, Ok(false)), "corrupted byte {i}: {v:?}");
     }
+    aggregates_of(&c1, spec.prover_id(), spec.sector_id, &out.proof);
     // What stays reserved is the resident parameters and the circuit's recording.
     common::wait_until(300, "recording settled", || e.status().pce_working == 0);
     let st = e.status();
@@ -135,6 +136,69 @@ fn real_2kib_sector_proves_and_filecoin_proofs_verifies() {
             .status,
         Status::NotRunning
     );
+}
+
+/// filecoin-ffi's `aggregate_seal_proofs` through cuzk (`porep::aggregate`): the sector's proof
+/// twice (a batch of two), SnarkPack v1 and v2, each checked by filecoin-proofs' aggregate
+/// verifier inside; a batch whose inputs are not its proofs' is VERIFY_FAILED, a proof of the
+/// wrong length INVALID_INPUT.
+fn aggregates_of(c1: &[u8], prover_id: [u8; 32], sector_id: u64, proof: &[u8]) {
+    use cuzk::porep::aggregate::{self, SealedSector};
+    use filecoin_proofs_api::RegisteredAggregationProof::{SnarkPackV1, SnarkPackV2};
+    let path = aggregate::srs_path();
+    if !path.exists() {
+        aggregate::write_random_srs(&path, 16).unwrap();
+    }
+    let c1 = porep::parse_c1(c1).unwrap().c1;
+    let sector = SealedSector {
+        sector_id,
+        comm_r: c1.comm_r,
+        comm_d: c1.comm_d,
+        ticket: c1.ticket,
+        seed: c1.seed,
+        proof: proof.to_vec(),
+    };
+    let two = [sector.clone(), sector.clone()];
+    for v in [SnarkPackV1, SnarkPackV2] {
+        let agg =
+            aggregate::aggregate_seal_proofs(c1.registered_proof, v, prover_id, &two, false, true)
+                .unwrap();
+        assert!(agg.len() > 2 * proof.len(), "{v:?}: {} bytes", agg.len());
+    }
+    let mut wrong = two.clone();
+    wrong[1].comm_d[0] ^= 1;
+    let err = aggregate::aggregate_seal_proofs(
+        c1.registered_proof,
+        SnarkPackV2,
+        prover_id,
+        &wrong,
+        false,
+        true,
+    )
+    .unwrap_err();
+    assert_eq!(err.status, Status::VerifyFailed, "{err}");
+    let mut short = two;
+    short[0].proof.pop();
+    let err = aggregate::aggregate_seal_proofs(
+        c1.registered_proof,
+        SnarkPackV2,
+        prover_id,
+        &short,
+        false,
+        true,
+    )
+    .unwrap_err();
+    assert_eq!(err.status, Status::InvalidInput, "{err}");
+    let err = aggregate::aggregate_seal_proofs(
+        c1.registered_proof,
+        SnarkPackV2,
+        prover_id,
+        &[],
+        false,
+        true,
+    )
+    .unwrap_err();
+    assert_eq!(err.status, Status::InvalidInput, "{err}");
 }
 
 fn edit_json(c1: &[u8], f: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {

@@ -120,6 +120,131 @@ impl NiSeal {
     }
 }
 
+/// One sector's C2 output (interactive: its `partitions × 192` bytes; non-interactive: its
+/// circuit proofs, unaggregated) with what checking an aggregate of it needs.
+#[derive(Clone, Debug)]
+pub struct SealedSector {
+    pub sector_id: u64,
+    pub comm_r: [u8; 32],
+    pub comm_d: [u8; 32],
+    pub ticket: [u8; 32],
+    /// The interactive seed (any value for non-interactive PoRep, which has none).
+    pub seed: [u8; 32],
+    pub proof: Vec<u8>,
+}
+
+/// filecoin-ffi's `aggregate_seal_proofs`: several sectors' C2 outputs of one proof type and
+/// one miner aggregated by SnarkPack (`version`: v1 or v2), padded to a power of two, with
+/// filecoin-proofs' own `aggregate_seal_commit_proofs` on the CPU (byte for byte its result);
+/// then, where `self_check`, checked by its `verify_aggregate_seal_commit_proofs` against each
+/// sector's public inputs (`get_seal_inputs`): VERIFY_FAILED where it says no. INVALID_INPUT
+/// for no sectors, a proof of the wrong length, or a non-interactive batch outside FIP-0090's
+/// 2 to 65 sectors; PARAMS where the SRS is missing or random for a production size without
+/// `allow_random`.
+pub fn aggregate_seal_proofs(
+    proof: RegisteredSealProof,
+    version: RegisteredAggregationProof,
+    prover_id: [u8; 32],
+    sectors: &[SealedSector],
+    allow_random: bool,
+    self_check: bool,
+) -> Result<Vec<u8>> {
+    let shape = super::shape_for(proof, super::FixtureShape::default())?;
+    let ni = super::is_non_interactive(proof);
+    if sectors.is_empty() || (ni && !(2..=65).contains(&sectors.len())) {
+        return Err(Error::invalid_input(format!(
+            "{} sectors of {proof:?} to aggregate: {}",
+            sectors.len(),
+            if ni {
+                "FIP-0090 aggregates 2 to 65"
+            } else {
+                "at least one is needed"
+            }
+        )));
+    }
+    let want = shape.partitions * crate::PROOF_BYTES;
+    if let Some((i, s)) = sectors
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.proof.len() != want)
+    {
+        return Err(Error::invalid_input(format!(
+            "sector {} (#{i}) has {} proof bytes; {proof:?} has {} partitions, {want} bytes",
+            s.sector_id,
+            s.proof.len(),
+            shape.partitions
+        )));
+    }
+    check_srs(proof, allow_random)?;
+    let comm_rs: Vec<[u8; 32]> = sectors.iter().map(|s| s.comm_r).collect();
+    let seeds: Vec<[u8; 32]> = sectors.iter().map(|s| s.seed).collect();
+    let outputs: Vec<SealCommitPhase2Output> = sectors
+        .iter()
+        .map(|s| SealCommitPhase2Output {
+            proof: s.proof.clone(),
+        })
+        .collect();
+    let aggregate = catch("SnarkPack aggregation", Status::Proving, || {
+        seal::aggregate_seal_commit_proofs(proof, version, &comm_rs, &seeds, &outputs).map_err(
+            |e| {
+                Error::from_anyhow(
+                    Status::Proving,
+                    "filecoin-proofs aggregate_seal_commit_proofs",
+                    e,
+                )
+            },
+        )
+    })?;
+    if self_check {
+        let ok = catch(
+            "verify_aggregate_seal_commit_proofs",
+            Status::Params,
+            || {
+                let mut inputs = Vec::new();
+                for s in sectors {
+                    let each = seal::get_seal_inputs(
+                        proof,
+                        s.comm_r,
+                        s.comm_d,
+                        prover_id,
+                        SectorId::from(s.sector_id),
+                        s.ticket,
+                        s.seed,
+                    )
+                    .map_err(|e| Error::from_anyhow(Status::InvalidInput, "get_seal_inputs", e))?;
+                    inputs.extend(each);
+                }
+                seal::verify_aggregate_seal_commit_proofs(
+                    proof,
+                    version,
+                    aggregate.clone(),
+                    &comm_rs,
+                    &seeds,
+                    inputs,
+                )
+                .map_err(|e| {
+                    Error::from_anyhow(
+                        Status::Params,
+                        "filecoin-proofs verify_aggregate_seal_commit_proofs",
+                        e,
+                    )
+                })
+            },
+        )?;
+        if !ok {
+            return Err(Error::new(
+                Status::VerifyFailed,
+                format!(
+                    "self-check failed: the aggregate of {} sectors' proofs does not verify \
+                     (a proof is not its sector's, or its inputs were given wrong)",
+                    sectors.len()
+                ),
+            ));
+        }
+    }
+    Ok(aggregate)
+}
+
 /// Where filecoin-proofs reads the SnarkPack SRS: `v28-fil-inner-product-v1.srs` in
 /// `FIL_PROOFS_PARAMETER_CACHE` (read by filecoin-proofs once per process).
 pub fn srs_path() -> PathBuf {
