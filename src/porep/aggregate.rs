@@ -196,53 +196,58 @@ pub fn aggregate_seal_proofs(
         )
     })?;
     if self_check {
-        let ok = catch(
-            "verify_aggregate_seal_commit_proofs",
-            Status::Params,
-            || {
-                let mut inputs = Vec::new();
-                for s in sectors {
-                    let each = seal::get_seal_inputs(
-                        proof,
-                        s.comm_r,
-                        s.comm_d,
-                        prover_id,
-                        SectorId::from(s.sector_id),
-                        s.ticket,
-                        s.seed,
-                    )
-                    .map_err(|e| Error::from_anyhow(Status::InvalidInput, "get_seal_inputs", e))?;
-                    inputs.extend(each);
-                }
-                seal::verify_aggregate_seal_commit_proofs(
-                    proof,
-                    version,
-                    aggregate.clone(),
-                    &comm_rs,
-                    &seeds,
-                    inputs,
-                )
-                .map_err(|e| {
-                    Error::from_anyhow(
-                        Status::Params,
-                        "filecoin-proofs verify_aggregate_seal_commit_proofs",
-                        e,
-                    )
-                })
-            },
-        )?;
-        if !ok {
-            return Err(Error::new(
-                Status::VerifyFailed,
-                format!(
-                    "self-check failed: the aggregate of {} sectors' proofs does not verify \
-                     (a proof is not its sector's, or its inputs were given wrong)",
-                    sectors.len()
-                ),
-            ));
-        }
+        check_aggregate(proof, version, prover_id, sectors, &aggregate)?;
     }
     Ok(aggregate)
+}
+
+/// filecoin-proofs' `verify_aggregate_seal_commit_proofs` of `aggregate` against each sector's
+/// public inputs (`get_seal_inputs`): VERIFY_FAILED where it says no.
+fn check_aggregate(
+    proof: RegisteredSealProof,
+    version: RegisteredAggregationProof,
+    prover_id: [u8; 32],
+    sectors: &[SealedSector],
+    aggregate: &[u8],
+) -> Result<()> {
+    let comm_rs: Vec<[u8; 32]> = sectors.iter().map(|s| s.comm_r).collect();
+    let seeds: Vec<[u8; 32]> = sectors.iter().map(|s| s.seed).collect();
+    let anyhow = |what: &'static str, status| move |e| Error::from_anyhow(status, what, e);
+    let ok = catch(
+        "verify_aggregate_seal_commit_proofs",
+        Status::Params,
+        || {
+            let mut inputs = Vec::new();
+            for s in sectors {
+                let sector = SectorId::from(s.sector_id);
+                inputs.extend(
+                    seal::get_seal_inputs(
+                        proof, s.comm_r, s.comm_d, prover_id, sector, s.ticket, s.seed,
+                    )
+                    .map_err(anyhow("get_seal_inputs", Status::InvalidInput))?,
+                );
+            }
+            let bytes = aggregate.to_vec();
+            seal::verify_aggregate_seal_commit_proofs(
+                proof, version, bytes, &comm_rs, &seeds, inputs,
+            )
+            .map_err(anyhow(
+                "filecoin-proofs verify_aggregate_seal_commit_proofs",
+                Status::Params,
+            ))
+        },
+    )?;
+    if !ok {
+        return Err(Error::new(
+            Status::VerifyFailed,
+            format!(
+                "self-check failed: the aggregate of {} sectors' proofs does not verify (a proof \
+                 is not its sector's, or its inputs were given wrong)",
+                sectors.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Where filecoin-proofs reads the SnarkPack SRS: `v28-fil-inner-product-v1.srs` in

@@ -280,7 +280,11 @@ static void admission(void) {
             a.partitions_fit >= 1 && a.jobs_fit >= 1 && a.partition_bytes > 0 && a.free_bytes > 0,
         "idle engine: admit %d reason %u fit %llu", a.admit, a.reason, (unsigned long long)a.partitions_fit);
   expect(cuzk_engine_admission(99, 0, 0, 0, &a, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "unknown type");
-  expect(cuzk_engine_admission(15, 0, 0, 0, &a, &err), CUZK_STATUS_UNSUPPORTED, &err, "NI-PoRep");
+  /* 15: StackedDrg2KiBV1_2_Feat_NonInteractivePoRep, 13 partitions of the same circuit (the same
+     parameters); fixture shapes are for interactive types only. */
+  expect(cuzk_engine_admission(15, 0, 0, 0, &a, &err), CUZK_STATUS_OK, &err, "NI-PoRep");
+  CHECK(a.partitions_per_job == 13, "NI-PoRep: %llu partitions a job", (unsigned long long)a.partitions_per_job);
+  expect(cuzk_engine_admission(15, 0, 2, 0, &a, &err), CUZK_STATUS_UNSUPPORTED, &err, "NI-PoRep fixture shape");
   expect(cuzk_engine_admission(6, 0, 0, 0, &a, &err), CUZK_STATUS_PARAMS, &err, "8MiB without parameters");
   expect(cuzk_engine_admission(5, 0, 0, 0, NULL, &err), CUZK_STATUS_INVALID_ARGUMENT, &err, "NULL out");
 }
