@@ -156,8 +156,14 @@ func TestAdmissionUnderLoad(t *testing.T) {
 		t.Fatalf("peak %d over the budget %d (%v)", s.MemoryPeak, budget, err)
 	}
 
-	if _, err := engine.Admission(abi.RegisteredSealProof_StackedDrg2KiBV1_2_Feat_NiPoRep, AdmissionOptions{}); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("NI-PoRep: %v", err)
+	// NI-PoRep: 13 partitions of the 2KiB circuit (the same parameters); fixture shapes are for
+	// interactive types only.
+	ni := abi.RegisteredSealProof_StackedDrg2KiBV1_2_Feat_NiPoRep
+	if a, err := engine.Admission(ni, AdmissionOptions{}); err != nil || a.PartitionsPerJob != 13 {
+		t.Errorf("NI-PoRep: %+v, %v", a, err)
+	}
+	if _, err := engine.Admission(ni, AdmissionOptions{FixturePartitions: 2}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("NI-PoRep fixture shape: %v", err)
 	}
 	if _, err := engine.Admission(abi.RegisteredSealProof(99), AdmissionOptions{}); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("unknown type: %v", err)
